@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -53,8 +54,10 @@ def get_or_create_session(settings: SessionSettings = SessionSettings()) -> Spar
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.streaming.forceDeleteTempCheckpointLocation", "true")
     )
+    log_config = Path(__file__).with_name("log4j2.properties")
+    java_options = f"-Dlog4j2.configurationFile=file:{log_config}"
     if settings.fast_start:
-        builder = builder.config("spark.driver.extraJavaOptions", _FAST_JVM_OPTIONS)
+        java_options = f"{java_options} {_FAST_JVM_OPTIONS}"
+    builder = builder.config("spark.driver.extraJavaOptions", java_options)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
     return session

@@ -1,0 +1,134 @@
+"""``arroyo run`` and ``arroyo validate``.
+
+Exit codes: 0 success, 1 the pipeline failed while running, 2 the query was refused (diagnostics
+printed on stderr), 130 stopped by a signal after a final checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+
+from arroyo.errors import ArroyoError, PlanningError
+from arroyo.logging import configure_logging
+from arroyo.sql.program import PipelineProgram
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="arroyo", description="Streaming SQL on Spark")
+    parser.add_argument("--log-level", default="warning", help="debug, info, warning, error")
+    parser.add_argument("--log-json", action="store_true", help="logs as JSON lines")
+    sub = parser.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a pipeline on local Spark")
+    validate = sub.add_parser("validate", help="plan a query without running it")
+    for p in (run, validate):
+        p.add_argument("query", help="a .sql file, or - for standard input")
+        p.add_argument("--udfs", type=Path, help="Python file of UDFs (not supported yet)")
+        p.add_argument("--parallelism", type=int, default=1)
+    run.add_argument(
+        "--state-dir",
+        type=Path,
+        help="checkpoints live here; run again with it to resume "
+        "(default: a fresh temporary directory)",
+    )
+    args = parser.parse_args(argv)
+    configure_logging(args.log_level, args.log_json)
+    if args.udfs is not None:
+        print("error: --udfs is not supported yet", file=sys.stderr)
+        return 2
+    sql = sys.stdin.read() if args.query == "-" else Path(args.query).read_text()
+    source_name = "<stdin>" if args.query == "-" else args.query
+    try:
+        if args.command == "validate":
+            return _validate(sql, source_name, args.parallelism)
+        return _run(sql, source_name, args.parallelism, args.state_dir)
+    except PlanningError as err:
+        for d in err.diagnostics:
+            print(d.render(source_name), file=sys.stderr)
+        return 2
+    except ArroyoError as err:
+        print(f"error[{err.code}]: {err.message}", file=sys.stderr)
+        return 1
+
+
+def _plan(sql: str, parallelism: int) -> tuple[PipelineProgram, object]:
+    from arroyo.engine.session import SessionSettings, get_or_create_session
+    from arroyo.sql.planner import Planner
+
+    spark = get_or_create_session(SessionSettings(parallelism=parallelism))
+    with tempfile.TemporaryDirectory(prefix="arroyo-plan-") as tmp:
+        program = Planner(spark, parallelism=parallelism, state_dir=Path(tmp)).plan(sql)
+    return program, spark
+
+
+def _validate(sql: str, source_name: str, parallelism: int) -> int:
+    program, _ = _plan(sql, parallelism)
+    print(describe(program))
+    return 0
+
+
+def describe(program: PipelineProgram) -> str:
+    """The dataflow as text: sources, views, sinks, with their schemas."""
+    lines = []
+    for s in program.sources:
+        bounded = "bounded" if s.bounded else "unbounded"
+        cols = ", ".join(f"{c.name} {c.spark_type}" for c in s.columns)
+        fmt = f", format {s.format.name}" if s.format else ""
+        lines.append(f"source {s.name} [{s.connector}{fmt}, {bounded}] ({cols})")
+    for v in program.views:
+        lines.append(f"view {v.name}: {v.sql}")
+    for q in program.queries:
+        cols = ", ".join(f"{c.name} {c.spark_type}" for c in q.sink.columns)
+        fmt = f", format {q.sink.format.name}" if q.sink.format else ""
+        lines.append(f"sink {q.sink.name} [{q.sink.connector}{fmt}, {q.output_mode}] ({cols})")
+        lines.append(f"  <- {q.sql}")
+    return "\n".join(lines)
+
+
+def _run(sql: str, source_name: str, parallelism: int, state_dir: Path | None) -> int:
+    from arroyo.engine.runner import PipelineRunner, Progress
+
+    started = time.monotonic()
+    program, spark = _plan(sql, parallelism)
+    own_state = state_dir is None
+    state = state_dir or Path(tempfile.mkdtemp(prefix="arroyo-state-"))
+    live = sys.stderr.isatty()
+
+    def show(p: Progress) -> None:
+        if live:
+            wm = p.watermark or "-"
+            sys.stderr.write(
+                f"\r  batches {p.batches}  rows in {p.rows_in}  "
+                f"{p.rows_per_second:,.0f} rows/s  watermark {wm}   "
+            )
+            sys.stderr.flush()
+
+    runner = PipelineRunner(spark, program, state, on_progress=show)  # type: ignore[arg-type]
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        runner.stop()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    runner.start()
+    finished = runner.wait()
+    if live:
+        sys.stderr.write("\n")
+    if runner.progress.dropped_bad_records:
+        print(f"dropped {runner.progress.dropped_bad_records} bad records", file=sys.stderr)
+    if finished:
+        print(f"finished in {time.monotonic() - started:.1f}s", file=sys.stderr)
+        return 0
+    where = "" if own_state else f"; resume with --state-dir {state}"
+    print(f"stopped after a checkpoint{where}", file=sys.stderr)
+    return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

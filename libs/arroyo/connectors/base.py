@@ -1,0 +1,109 @@
+"""The connector interface.
+
+A connector is one class behind this interface, listed in ``arroyo.connectors.CONNECTORS``. Its
+typed options model is the single source of validation (unknown options are errors), of the API's
+JSON schema, and of the docs. Spark is imported only inside ``read``/``write``, so the planner and
+the light services can list and validate connectors without a JVM.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from arroyo.errors import ArroyoError, ErrorDomain
+from arroyo.sql.program import ColumnSpec, Role, TableSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import DataStreamWriter
+
+
+class ConnectorError(ArroyoError):
+    code = "connector_error"
+    domain = ErrorDomain.USER
+
+
+class ConnectorOptions(BaseModel):
+    """Base of every connector's options; option names are Arroyo's, unknown ones are refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class NoOptions(ConnectorOptions):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class ReadContext:
+    """What a source needs from the running pipeline.
+
+    ``state_dir`` is this table's own directory inside the pipeline's state: a source keeps there
+    whatever must survive restarts besides Spark's offsets (e.g. the time it first started).
+    ``max_records_per_batch`` caps each micro-batch (None: no cap), which tests use to stop a run
+    part-way through its input.
+    """
+
+    spark: SparkSession
+    state_dir: Path
+    parallelism: int
+    max_records_per_batch: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WriteContext:
+    spark: SparkSession
+    state_dir: Path
+
+
+class Connector(ABC):
+    """One kind of external system.
+
+    Sources: ``read`` is called once on the driver when a query is built (at planning time too,
+    so it must not contact the external system) and returns a streaming DataFrame with:
+
+    - either the table's physical columns (connectors with ``formats`` empty) or a ``value``
+      column holding the raw payload for the table's format to decode;
+    - ``_source_time`` TIMESTAMP: the connector's own event time for the row (NULL: none);
+    - ``_eoi`` BOOLEAN: true on exactly one last row of a bounded source, the end-of-input marker
+      that lets the watermark pass everything. Unbounded sources never set it.
+
+    Sinks: ``write`` is called once on the driver per streaming query with the rows to write (the
+    table's columns only) and returns a configured, not yet started ``DataStreamWriter``. Every
+    sink must make a replayed micro-batch (same batch id after a crash) produce no duplicates.
+    """
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    roles: ClassVar[frozenset[Role]]
+    options_model: ClassVar[type[ConnectorOptions]] = NoOptions
+    formats: ClassVar[frozenset[str]] = frozenset()
+    default_format: ClassVar[str | None] = None
+    metadata_keys: ClassVar[dict[str, str]] = {}
+
+    def parse_options(self, raw: dict[str, str]) -> ConnectorOptions:
+        return self.options_model.model_validate(raw)
+
+    def columns(self, options: ConnectorOptions) -> list[ColumnSpec] | None:
+        """Columns the connector itself defines (None: the table declares them)."""
+        return None
+
+    def bounded(self, options: ConnectorOptions) -> bool:
+        return False
+
+    def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
+        raise ConnectorError(f"connector '{self.name}' cannot be read from")
+
+    def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
+        raise ConnectorError(f"connector '{self.name}' cannot be written to")
+
+
+class SinkOnlyConnector(Connector, ABC):
+    roles: ClassVar[frozenset[Role]] = frozenset({"sink"})
+
+    @abstractmethod
+    def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter: ...

@@ -1,0 +1,134 @@
+"""The file, stdout and blackhole connectors."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from pydantic import Field
+
+from arroyo.connectors.base import (
+    Connector,
+    ConnectorOptions,
+    NoOptions,
+    ReadContext,
+    SinkOnlyConnector,
+    WriteContext,
+)
+from arroyo.sql.program import Role, TableSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.streaming import DataStreamWriter
+
+
+class FileOptions(ConnectorOptions):
+    path: str = Field(description="local path of the file (single_file) or directory (filesystem)")
+
+
+def _read_files(ctx: ReadContext, table: TableSpec, mode: str) -> DataFrame:
+    from arroyo.connectors.files import BoundedFilesSource
+    from arroyo.formats.codec import physical_columns
+
+    ctx.spark.dataSource.register(BoundedFilesSource)
+    reader = (
+        ctx.spark.readStream.format(BoundedFilesSource.name())
+        .option("path", str(table.options["path"]))
+        .option("mode", mode)
+        .option("max_records", ctx.max_records_per_batch or 0)
+    )
+    if mode == "parquet":
+        reader = reader.option(
+            "columns", ", ".join(f"`{c.name}` {c.spark_type}" for c in physical_columns(table))
+        )
+    return reader.load()
+
+
+class SingleFileConnector(Connector):
+    """One newline-delimited file. Source: bounded, reads the file once, exactly once. Sink: one
+    JSON object per line, appended per micro-batch; a replayed batch is cut back and rewritten,
+    so each row appears exactly once. A new pipeline (empty state) starts the file afresh."""
+
+    name = "single_file"
+    description = "A newline-delimited file"
+    roles: ClassVar[frozenset[Role]] = frozenset({"source", "sink"})
+    options_model = FileOptions
+    formats = frozenset({"json", "debezium_json", "raw_string", "raw_bytes"})
+    default_format = "json"
+
+    def bounded(self, options: ConnectorOptions) -> bool:
+        return True
+
+    def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
+        return _read_files(ctx, table, "lines")
+
+    def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
+        from arroyo.connectors.sinks import BatchCommitLog, FileAppender
+        from arroyo.formats.codec import encode
+
+        appender = FileAppender(
+            str(table.options["path"]), BatchCommitLog(ctx.state_dir / "committed.json")
+        )
+        return encode(df, table).writeStream.foreachBatch(appender)
+
+
+class FilesystemOptions(FileOptions):
+    pass
+
+
+class FilesystemConnector(Connector):
+    """A directory of files (local paths). Source: bounded, reads the files present when the
+    pipeline starts, in name order. Sink: Spark's file sink, which commits the files of each
+    micro-batch to its ``_spark_metadata`` log, so a replayed batch never duplicates a file;
+    readers should read the directory through that log (Spark does, as does this source when
+    files starting with ``_`` or ``.`` are skipped and uncommitted files are absent)."""
+
+    name = "filesystem"
+    description = "Files in a local directory (JSON lines or Parquet)"
+    roles: ClassVar[frozenset[Role]] = frozenset({"source", "sink"})
+    options_model = FilesystemOptions
+    formats = frozenset({"json", "parquet", "raw_string"})
+    default_format = "json"
+
+    def bounded(self, options: ConnectorOptions) -> bool:
+        return True
+
+    def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
+        assert table.format is not None
+        return _read_files(ctx, table, "parquet" if table.format.name == "parquet" else "lines")
+
+    def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
+        from arroyo.formats.codec import encode
+
+        assert table.format is not None
+        path = str(table.options["path"])
+        if table.format.name == "parquet":
+            return df.writeStream.format("parquet").option("path", path)
+        return encode(df, table).writeStream.format("text").option("path", path)
+
+
+class StdoutConnector(SinkOnlyConnector):
+    """Prints each row as a JSON line on the process's standard output. At least once: a batch
+    replayed after a crash is printed again."""
+
+    name = "stdout"
+    description = "Rows printed to standard output"
+    options_model = NoOptions
+    formats = frozenset({"json", "debezium_json", "raw_string"})
+    default_format = "json"
+
+    def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
+        from arroyo.connectors.sinks import StdoutPrinter
+        from arroyo.formats.codec import encode
+
+        return encode(df, table).writeStream.foreachBatch(StdoutPrinter())
+
+
+class BlackholeConnector(SinkOnlyConnector):
+    """Discards every row (for benchmarks); the work upstream still happens."""
+
+    name = "blackhole"
+    description = "Discards rows"
+    options_model = NoOptions
+
+    def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
+        return df.writeStream.format("noop")

@@ -1,0 +1,52 @@
+"""Generated streams (impulse, nexmark): event numbers made by Spark's rate sources in the JVM."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from arroyo.connectors.base import ReadContext
+
+
+def event_numbers(ctx: ReadContext, events_per_second: float, total: int | None) -> DataFrame:
+    """``value`` (0, 1, 2, ...) at the given rate, and ``_eoi`` after ``total`` events.
+
+    Normally Spark's ``rate`` source paces the events. When the run caps its batches (tests that
+    stop part-way) ``rate-micro-batch`` gives fixed-size, time-independent batches instead.
+    """
+    reader = ctx.spark.readStream
+    if ctx.max_records_per_batch:
+        df = (
+            reader.format("rate-micro-batch")
+            .option("rowsPerBatch", ctx.max_records_per_batch)
+            .option("numPartitions", ctx.parallelism)
+            .load()
+        )
+    else:
+        df = (
+            reader.format("rate")
+            .option("rowsPerSecond", max(1, round(events_per_second)))
+            .option("numPartitions", ctx.parallelism)
+            .load()
+        )
+    df = df.select("value")
+    if total is None:
+        return df.withColumn("_eoi", F.lit(False))
+    return df.filter(F.col("value") <= total).withColumn("_eoi", F.col("value") == total)
+
+
+def start_time_ms(state_dir: Path) -> int:
+    """The time this source first started, kept in its state so event times survive restarts."""
+    marker = state_dir / "start_time.json"
+    if marker.exists():
+        return int(json.loads(marker.read_text())["start_time_ms"])
+    state_dir.mkdir(parents=True, exist_ok=True)
+    now = int(time.time() * 1000)
+    tmp = marker.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"start_time_ms": now}))
+    tmp.replace(marker)
+    return now

@@ -1,0 +1,76 @@
+"""Sinks that write from the driver, one micro-batch at a time, exactly once per batch id."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from pyspark.sql import DataFrame
+
+
+class BatchCommitLog:
+    """Remembers the last batch a sink committed and how long its output was then.
+
+    A replayed batch (same id, after a crash) is skipped; a batch that crashed half-written is
+    cut back to the committed length before it is written again.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def read(self) -> tuple[int, int]:
+        if not self.path.exists():
+            return -1, 0
+        data = json.loads(self.path.read_text())
+        return int(data["batch_id"]), int(data["length"])
+
+    def write(self, batch_id: int, length: int) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"batch_id": batch_id, "length": length}))
+        os.replace(tmp, self.path)
+
+
+def lines_of(df: DataFrame) -> Iterable[bytes]:
+    for row in df.toLocalIterator(prefetchPartitions=True):
+        value = row[0]
+        if value is None:
+            continue
+        yield (value if isinstance(value, bytes | bytearray) else str(value).encode()) + b"\n"
+
+
+class FileAppender:
+    """foreachBatch function appending one line per row to a single file."""
+
+    def __init__(self, path: str, log: BatchCommitLog) -> None:
+        self.path = path
+        self.log = log
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        last, length = self.log.read()
+        if batch_id <= last:
+            return
+        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        mode = "r+b" if os.path.exists(self.path) else "wb"
+        with open(self.path, mode) as f:
+            f.truncate(length)
+            f.seek(length)
+            for line in lines_of(df):
+                f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+            length = f.tell()
+        self.log.write(batch_id, length)
+
+
+class StdoutPrinter:
+    """foreachBatch function printing one line per row."""
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        out = sys.stdout.buffer
+        for line in lines_of(df):
+            out.write(line)
+        out.flush()

@@ -1,0 +1,104 @@
+"""Turning a pipeline program into Spark temp views and streaming DataFrames.
+
+Used on two processes: the compiler, to let Spark analyse each query (types, names, streaming
+support), and the worker, to run them. Building never contacts an external system.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from arroyo.connectors import ReadContext, connector
+from arroyo.formats.codec import decode
+from arroyo.sql.program import PipelineProgram, TableSpec, ViewSpec
+
+EVENT_TIME = "_timestamp"
+# The end-of-input marker's event time: later than any real event, so the watermark derived from
+# it closes every window. Rows are never this late, which is how the marker is told apart after
+# the watermark operator (a filter on ``_eoi`` would be pushed below it and hide the marker).
+END_OF_TIME = "9999-12-31 00:00:00"
+_END_OF_TIME_YEAR = 9999
+_EOI_METRIC = "eoi:"
+
+
+@dataclass(frozen=True, slots=True)
+class BuildSettings:
+    state_dir: Path
+    parallelism: int = 1
+    max_records_per_batch: int | None = None
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _end_of_time() -> Column:
+    return F.lit(END_OF_TIME).cast("TIMESTAMP")
+
+
+def build_source(spark: SparkSession, table: TableSpec, settings: BuildSettings) -> DataFrame:
+    """The table's rows: its declared columns plus the hidden event time ``_timestamp``."""
+    conn = connector(table.connector)
+    assert conn is not None, table.connector
+    ctx = ReadContext(
+        spark,
+        settings.state_dir / "tables" / table.name,
+        settings.parallelism,
+        settings.max_records_per_batch,
+    )
+    df = conn.read(ctx, table)
+    if table.format is not None and conn.formats:
+        df = decode(df, table)
+    for col in table.columns:
+        if col.metadata_key is not None:
+            df = df.withColumn(col.name, F.col(f"_meta_{col.metadata_key}").cast(col.spark_type))
+    for col in table.columns:
+        if col.generated_sql is not None:
+            df = df.withColumn(col.name, F.expr(col.generated_sql).cast(col.spark_type))
+    event = (
+        F.col(quote(table.event_time_column))
+        if table.event_time_column
+        else F.coalesce(F.col("_source_time"), F.current_timestamp())
+    )
+    df = df.observe(f"{_EOI_METRIC}{table.name}", F.max(F.col("_eoi").cast("INT")).alias("eoi"))
+    df = df.withColumn(EVENT_TIME, F.when(F.col("_eoi"), _end_of_time()).otherwise(event))
+    df = df.withWatermark(EVENT_TIME, f"{table.watermark_delay_ms} milliseconds")
+    df = df.filter(F.col(EVENT_TIME) < _end_of_time())
+    return df.select(*[quote(c.name) for c in table.columns], EVENT_TIME)
+
+
+def register(spark: SparkSession, program: PipelineProgram, settings: BuildSettings) -> None:
+    """Make every source and view of the program visible to Spark SQL by its name."""
+    for table in program.sources:
+        build_source(spark, table, settings).createOrReplaceTempView(table.name)
+    for view in program.views:
+        register_view(spark, view)
+
+
+def register_view(spark: SparkSession, view: ViewSpec) -> None:
+    spark.sql(view.sql).createOrReplaceTempView(view.name)
+
+
+def drop_temp_views(spark: SparkSession) -> None:
+    for table in spark.catalog.listTables():
+        if table.isTemporary:
+            spark.catalog.dropTempView(table.name)
+
+
+def end_of_input_sources(df: DataFrame) -> set[str]:
+    """Names of the bounded-capable sources a query reads (from its plan's observers)."""
+    plan = df._jdf.queryExecution().analyzed().toString()
+    return set(re.findall(rf"CollectMetrics {re.escape(_EOI_METRIC)}(\S+?),", plan))
+
+
+def is_end_of_time(watermark: str | None) -> bool:
+    return bool(watermark) and int(str(watermark)[:4]) >= _END_OF_TIME_YEAR - 1
+
+
+def eoi_metric_source(metric_name: str) -> str | None:
+    return metric_name[len(_EOI_METRIC) :] if metric_name.startswith(_EOI_METRIC) else None

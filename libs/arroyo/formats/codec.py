@@ -1,0 +1,127 @@
+"""Spark expressions that decode and encode rows in each format (needs pyspark)."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType, TimestampType
+
+from arroyo.formats import JsonOptions, parse_format_options
+from arroyo.sql.program import ColumnSpec, TableSpec
+
+CORRUPT = "_corrupt_record"
+
+# Naive RFC 3339 with the fraction written only as far as it is non-zero, as Arroyo writes it.
+_TS_FORMAT = "yyyy-MM-dd'T'HH:mm:ss.SSSSSS"
+_TRAILING_ZEROS = r'("\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d*?)0+"'
+_EMPTY_FRACTION = r'("\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\."'
+
+
+def _json_options(table: TableSpec) -> JsonOptions:
+    assert table.format is not None
+    opts = parse_format_options(table.format.name, table.format.options)
+    assert isinstance(opts, JsonOptions)
+    return opts
+
+
+def physical_columns(table: TableSpec) -> list[ColumnSpec]:
+    return [c for c in table.columns if c.physical]
+
+
+def decode(df: DataFrame, table: TableSpec) -> DataFrame:
+    """Turn the connector's ``value`` into the table's physical columns, applying ``bad_data``.
+
+    Keeps ``_source_time``, ``_eoi`` and any ``_meta_*`` columns. The end-of-input marker row is
+    never bad data.
+    """
+    assert table.format is not None
+    fmt = table.format.name
+    physical = physical_columns(table)
+    passthrough = [c for c in df.columns if c.startswith("_") and c != "value"]
+    if fmt in ("raw_string", "raw_bytes"):
+        target = "STRING" if fmt == "raw_string" else "BINARY"
+        return df.select(F.col("value").cast(target).alias(physical[0].name), *passthrough)
+    if fmt not in ("json", "debezium_json"):
+        return df
+    opts = _json_options(table)
+    if opts.unstructured:
+        return df.select(F.col("value").cast("STRING").alias(physical[0].name), *passthrough)
+    millis = opts.timestamp_format == "unix_millis"
+    fields = []
+    for col in physical:
+        read_type = "BIGINT" if millis and col.spark_type == "TIMESTAMP" else col.spark_type
+        fields.append(f"`{col.name}` {read_type}")
+    fields.append(f"`{CORRUPT}` STRING")
+    parsed = F.from_json(
+        F.col("value").cast("STRING"),
+        ", ".join(fields),
+        {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT},
+    ).alias("_parsed")
+    out = df.select(parsed, F.col("value").cast("STRING").alias("_raw"), *passthrough)
+    selected: list[Column] = []
+    for col in physical:
+        field = F.col(f"_parsed.`{col.name}`")
+        if millis and col.spark_type == "TIMESTAMP":
+            field = F.timestamp_millis(field)
+        selected.append(field.alias(col.name))
+    bad = F.col(f"_parsed.`{CORRUPT}`").isNotNull() | F.col("_parsed").isNull()
+    for col in physical:
+        if not col.nullable:
+            bad = bad | F.col(f"_parsed.`{col.name}`").isNull()
+    bad = bad & ~F.col("_eoi")
+    out = out.select(*selected, bad.alias("_bad"), "_raw", *passthrough)
+    return apply_bad_data(out, table)
+
+
+def apply_bad_data(df: DataFrame, table: TableSpec) -> DataFrame:
+    """Rows flagged ``_bad`` fail the job (naming the record) or are dropped and counted."""
+    assert table.format is not None
+    if table.format.bad_data == "drop":
+        df = df.observe(
+            f"bad_data:{table.name}", F.count(F.when(F.col("_bad"), 1)).alias("dropped")
+        )
+        df = df.filter(~F.col("_bad"))
+    else:
+        message = F.concat(
+            F.lit(f"bad data in table '{table.name}' ({table.format.name}): could not decode "),
+            F.coalesce(F.col("_raw"), F.lit("<null>")),
+        )
+        df = df.filter(F.coalesce(F.when(F.col("_bad"), F.raise_error(message)), F.lit(True)))
+    return df.drop("_bad", "_raw")
+
+
+def encode(df: DataFrame, table: TableSpec) -> DataFrame:
+    """One ``value`` column: each row in the sink's format."""
+    assert table.format is not None
+    fmt = table.format.name
+    if fmt == "raw_string":
+        return df.select(F.col(df.columns[0]).cast("STRING").alias("value"))
+    if fmt == "raw_bytes":
+        return df.select(F.col(df.columns[0]).cast("BINARY").alias("value"))
+    opts = _json_options(table)
+    if opts.unstructured and len(df.columns) == 1:
+        return df.select(F.col(df.columns[0]).cast("STRING").alias("value"))
+    row = F.struct(*[_json_field(df, name, opts) for name in df.columns])
+    if fmt == "debezium_json":
+        # Append-only input: every row is a create.
+        row = F.struct(F.lit(None).alias("before"), row.alias("after"), F.lit("c").alias("op"))
+    return df.select(json_text(row).alias("value"))
+
+
+def json_text(row: Column) -> Column:
+    text = F.to_json(row, {"timestampFormat": _TS_FORMAT, "ignoreNullFields": "false"})
+    text = F.regexp_replace(text, _TRAILING_ZEROS, '$1"')
+    return F.regexp_replace(text, _EMPTY_FRACTION, '$1"')
+
+
+def _json_field(df: DataFrame, name: str, opts: JsonOptions) -> Column:
+    col = F.col(f"`{name}`")
+    if opts.timestamp_format == "unix_millis" and isinstance(
+        df.schema[name].dataType, TimestampType
+    ):
+        col = F.unix_millis(col)
+    return col.alias(name)
+
+
+def spark_schema(columns: list[ColumnSpec]) -> StructType:
+    return StructType.fromDDL(", ".join(f"`{c.name}` {c.spark_type}" for c in columns))

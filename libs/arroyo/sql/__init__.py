@@ -1,0 +1,1 @@
+"""Arroyo's SQL dialect: parsing, the catalog of tables, and planning onto Spark SQL."""

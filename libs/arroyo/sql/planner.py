@@ -1,0 +1,845 @@
+"""From Arroyo SQL to a pipeline program whose queries Spark has already analysed.
+
+The planner walks the statements in order. Tables become TableSpecs (options checked by their
+connector's model); sources are registered in Spark as temp views at once, so each later query
+can be analysed by Spark itself: Spark's analyser supplies types, name resolution and
+streaming-support checks, and its errors are turned into diagnostics pointing at the user's SQL.
+
+What the planner adds on top of Spark, query by query (``_Rewriter``):
+
+- every row carries its event time in a hidden ``_timestamp`` column, which ``*`` never shows
+  and sinks never write;
+- ``tumble``/``hop``/``session`` in GROUP BY become Spark's ``window``/``session_window`` over
+  that event time, and a windowed aggregate's rows take ``window_time(window)`` as event time, so
+  aggregates and joins over windowed results work downstream;
+- the checks Arroyo makes and Spark does not (window placement, hop widths, nested windows,
+  top-level ORDER BY/LIMIT, reading sinks, writing sources).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from sqlglot import exp
+
+from arroyo.connectors import connector
+from arroyo.connectors.base import Connector
+from arroyo.errors import Diagnostic, PlanningError, Span
+from arroyo.formats import FORMATS, FormatError, format_option_prefix, parse_format_options
+from arroyo.sql.program import (
+    ColumnSpec,
+    FormatSpec,
+    PipelineProgram,
+    SinkQuery,
+    TableSpec,
+    ViewSpec,
+)
+from arroyo.sql.statements import (
+    CreateTable,
+    CreateView,
+    Insert,
+    Query,
+    SetOption,
+    parse_script,
+)
+from arroyo.sql.text import SourceText
+from arroyo.sql.time import DurationError, interval_us
+from arroyo.sql.types import spark_type
+from arroyo.sql.windows import WINDOW_FUNCTIONS, WindowSpec, window_name
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.types import StructType
+
+EVENT_TIME = "_timestamp"
+_WINDOW_HELPER = "__arroyo_window"
+_COMMON_OPTIONS = {"connector", "type", "format", "bad_data"}
+
+
+@dataclass
+class _Table:
+    spec: TableSpec
+    declared_columns: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Relation:
+    alias: str
+    columns: list[tuple[str, str]]  # (name, spark type) including _timestamp when present
+    window: tuple[str, WindowSpec] | None
+
+    @property
+    def has_event_time(self) -> bool:
+        return any(name == EVENT_TIME for name, _ in self.columns)
+
+
+@dataclass
+class _Planned:
+    """A rewritten query: its AST in Spark's terms, and what downstream needs to know of it."""
+
+    node: exp.Query
+    window: tuple[str, WindowSpec] | None = None
+
+
+@dataclass
+class _State:
+    text: SourceText
+    tables: dict[str, _Table] = field(default_factory=dict)
+    views: list[ViewSpec] = field(default_factory=list)
+    view_windows: dict[str, tuple[str, WindowSpec] | None] = field(default_factory=dict)
+    inserts: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    counter: itertools.count[int] = field(default_factory=itertools.count)
+    settings: dict[str, str] = field(default_factory=dict)
+
+
+def _error(code: str, message: str, span: Span | None) -> PlanningError:
+    return PlanningError([Diagnostic(code, message, span)])
+
+
+class Planner:
+    """Plans Arroyo SQL against a SparkSession (which it uses for analysis only: no query runs,
+    no external system is contacted)."""
+
+    def __init__(
+        self, spark: SparkSession, *, parallelism: int = 1, state_dir: Path | None = None
+    ) -> None:
+        self.spark = spark
+        self.parallelism = parallelism
+        self.state_dir = state_dir or Path("/tmp/arroyo-planning")
+
+    def plan(self, sql: str) -> PipelineProgram:
+        from arroyo.engine.build import (
+            BuildSettings,
+            build_source,
+            drop_temp_views,
+            register_view,
+        )
+
+        text, statements = parse_script(sql)
+        state = _State(text)
+        settings = BuildSettings(self.state_dir, self.parallelism)
+        drop_temp_views(self.spark)
+        sources: list[TableSpec] = []
+        diagnostics: list[Diagnostic] = []
+        for stmt in statements:
+            try:
+                if isinstance(stmt, CreateTable) and stmt.as_query is None:
+                    table = self._table(state, stmt)
+                    state.tables[stmt.name] = table
+                    if table.spec.role == "source":
+                        sources.append(table.spec)
+                        build_source(self.spark, table.spec, settings).createOrReplaceTempView(
+                            table.spec.name
+                        )
+                elif isinstance(stmt, CreateTable | CreateView):
+                    query = stmt.as_query if isinstance(stmt, CreateTable) else stmt.query
+                    assert query is not None
+                    self._ensure_new_name(state, stmt.name, stmt.offset)
+                    planned = _Rewriter(self, state).top_level(query)
+                    view = ViewSpec(stmt.name, planned.node.sql(dialect="spark"))
+                    self._analyse(state, view.sql, query)
+                    register_view(self.spark, view)
+                    state.views.append(view)
+                    state.view_windows[stmt.name] = planned.window
+                elif isinstance(stmt, Insert):
+                    target = state.tables.get(stmt.table)
+                    if target is None:
+                        raise _error(
+                            "unknown_table",
+                            f"no table named '{stmt.table}'",
+                            text.span(stmt.offset),
+                        )
+                    if target.spec.role != "sink":
+                        raise _error(
+                            "insert_into_source",
+                            f"cannot insert into '{stmt.table}': it is a source table",
+                            text.span(stmt.offset),
+                        )
+                    planned = _Rewriter(self, state).top_level(stmt.query)
+                    sql_text = planned.node.sql(dialect="spark")
+                    self._analyse(state, sql_text, stmt.query)
+                    state.inserts.setdefault(stmt.table, []).append((sql_text, stmt.offset))
+                elif isinstance(stmt, Query):
+                    planned = _Rewriter(self, state).top_level(stmt.query)
+                    sql_text = planned.node.sql(dialect="spark")
+                    self._analyse(state, sql_text, stmt.query)
+                    name = f"select_{next(state.counter)}"
+                    state.tables[name] = _Table(
+                        TableSpec(name, "stdout", "sink", {}, [], FormatSpec("json")), False
+                    )
+                    state.inserts[name] = [(sql_text, stmt.offset)]
+                elif isinstance(stmt, SetOption):
+                    state.settings[stmt.key] = stmt.value
+            except PlanningError as err:
+                diagnostics.extend(err.diagnostics)
+        if diagnostics:
+            raise PlanningError(diagnostics)
+        queries = [
+            self._sink_query(state, name, inserts) for name, inserts in state.inserts.items()
+        ]
+        if not queries:
+            raise _error(
+                "no_sink",
+                "the query writes nowhere: add an INSERT INTO a sink table or a SELECT",
+                text.span(0),
+            )
+        return PipelineProgram(
+            sources=sources, views=state.views, queries=queries, parallelism=self.parallelism
+        )
+
+    # -- tables ----------------------------------------------------------------------------
+
+    def _ensure_new_name(self, state: _State, name: str, offset: int) -> None:
+        if name in state.tables or name in state.view_windows:
+            raise _error("duplicate_table", f"'{name}' is already defined", state.text.span(offset))
+
+    def _table(self, state: _State, stmt: CreateTable) -> _Table:
+        text = state.text
+        self._ensure_new_name(state, stmt.name, stmt.offset)
+        options = {o.key: o for o in stmt.options}
+        if "connector" not in options:
+            raise _error(
+                "memory_table_unsupported",
+                f"table '{stmt.name}' has no connector: add WITH (connector = ...)",
+                text.span(stmt.offset),
+            )
+        conn_name = options["connector"].value
+        conn = connector(conn_name)
+        if conn is None:
+            from arroyo.connectors import CONNECTORS
+
+            known = ", ".join(c.name for c in CONNECTORS)
+            raise _error(
+                "unknown_connector",
+                f"unknown connector '{conn_name}' (known: {known})",
+                text.span(options["connector"].offset),
+            )
+        role = self._role(state, stmt, conn, options)
+        fmt = self._format(state, stmt, conn, options)
+        connector_raw = {
+            k: o.value
+            for k, o in options.items()
+            if k not in _COMMON_OPTIONS
+            and not (fmt and k.startswith(format_option_prefix(fmt.name)))
+        }
+        try:
+            parsed = conn.parse_options(connector_raw)
+        except ValidationError as err:
+            raise self._option_error(state, stmt, conn, err) from err
+        columns = self._columns(state, stmt, conn, parsed)
+        event_time, delay = self._watermark(state, stmt, columns)
+        spec = TableSpec(
+            name=stmt.name,
+            connector=conn.name,
+            role=role,
+            options=parsed.model_dump(exclude_none=True),
+            columns=columns,
+            format=fmt,
+            event_time_column=event_time,
+            watermark_delay_ms=delay,
+            bounded=conn.bounded(parsed),
+        )
+        return _Table(spec, declared_columns=bool(stmt.columns))
+
+    def _role(
+        self, state: _State, stmt: CreateTable, conn: Connector, options: dict[str, Any]
+    ) -> Any:
+        if "type" in options:
+            role = options["type"].value
+            if role not in ("source", "sink"):
+                raise _error(
+                    "bad_option",
+                    f"type must be 'source' or 'sink', not '{role}'",
+                    state.text.span(options["type"].offset),
+                )
+            if role not in conn.roles:
+                raise _error(
+                    "bad_option",
+                    f"connector '{conn.name}' cannot be a {role}",
+                    state.text.span(options["type"].offset),
+                )
+            return role
+        if len(conn.roles) == 1:
+            return next(iter(conn.roles))
+        raise _error(
+            "missing_option",
+            f"table '{stmt.name}' needs type = 'source' or 'sink' for connector '{conn.name}'",
+            state.text.span(stmt.offset),
+        )
+
+    def _format(
+        self, state: _State, stmt: CreateTable, conn: Connector, options: dict[str, Any]
+    ) -> FormatSpec | None:
+        text = state.text
+        name = options["format"].value if "format" in options else conn.default_format
+        if name is None:
+            if "format" in options:
+                raise _error(
+                    "unknown_format",
+                    f"connector '{conn.name}' takes no format",
+                    text.span(options["format"].offset),
+                )
+            return None
+        where = (
+            text.span(options["format"].offset) if "format" in options else text.span(stmt.offset)
+        )
+        if name not in FORMATS:
+            raise _error(
+                "unknown_format", f"unknown format '{name}' (known: {', '.join(FORMATS)})", where
+            )
+        if name not in conn.formats:
+            raise _error(
+                "unknown_format",
+                f"connector '{conn.name}' does not support format '{name}' "
+                f"(supported: {', '.join(sorted(conn.formats))})",
+                where,
+            )
+        prefix = format_option_prefix(name)
+        fmt_raw = {k[len(prefix) :]: o.value for k, o in options.items() if k.startswith(prefix)}
+        try:
+            parse_format_options(name, fmt_raw)
+        except FormatError as err:
+            key = next(iter(k for k in options if k.startswith(prefix)), None)
+            raise _error(
+                "bad_option", err.message, text.span(options[key].offset) if key else where
+            ) from err
+        bad_data = options["bad_data"].value if "bad_data" in options else "fail"
+        if bad_data not in ("fail", "drop"):
+            raise _error(
+                "bad_option",
+                f"bad_data must be 'fail' or 'drop', not '{bad_data}'",
+                text.span(options["bad_data"].offset),
+            )
+        return FormatSpec(name, fmt_raw, bad_data)
+
+    def _option_error(
+        self, state: _State, stmt: CreateTable, conn: Connector, err: ValidationError
+    ) -> PlanningError:
+        diagnostics = []
+        offsets = {o.key: o.offset for o in stmt.options}
+        for e in err.errors():
+            key = ".".join(str(p) for p in e["loc"])
+            span = state.text.span(offsets.get(key, stmt.offset))
+            if e["type"] == "extra_forbidden":
+                allowed = ", ".join(sorted(conn.options_model.model_fields)) or "none"
+                diagnostics.append(
+                    Diagnostic(
+                        "unknown_option",
+                        f"unknown option '{key}' for connector '{conn.name}' (options: {allowed})",
+                        span,
+                    )
+                )
+            elif e["type"] == "missing":
+                diagnostics.append(
+                    Diagnostic(
+                        "missing_option", f"connector '{conn.name}' requires option '{key}'", span
+                    )
+                )
+            else:
+                diagnostics.append(Diagnostic("bad_option", f"option '{key}': {e['msg']}", span))
+        return PlanningError(diagnostics)
+
+    def _columns(
+        self, state: _State, stmt: CreateTable, conn: Connector, options: Any
+    ) -> list[ColumnSpec]:
+        fixed = conn.columns(options)
+        if fixed is not None:
+            if stmt.columns:
+                declared = {c.name for c in stmt.columns if c.generated is None}
+                unknown = declared - {c.name for c in fixed}
+                if unknown:
+                    col = next(c for c in stmt.columns if c.name in unknown)
+                    raise _error(
+                        "unknown_column",
+                        f"connector '{conn.name}' has no column '{col.name}' "
+                        f"(columns: {', '.join(c.name for c in fixed)})",
+                        state.text.span(col.offset),
+                    )
+            generated = [self._column(state, conn, c) for c in stmt.columns if c.generated]
+            return [*fixed, *generated]
+        return [self._column(state, conn, c) for c in stmt.columns]
+
+    def _column(self, state: _State, conn: Connector, decl: Any) -> ColumnSpec:
+        if decl.metadata_key is not None and decl.metadata_key not in conn.metadata_keys:
+            keys = ", ".join(conn.metadata_keys) or "none"
+            raise _error(
+                "unknown_metadata",
+                f"connector '{conn.name}' has no metadata '{decl.metadata_key}' "
+                f"(available: {keys})",
+                state.text.span(decl.offset),
+            )
+        generated = None
+        if decl.generated is not None:
+            generated = _to_spark_sql(decl.generated)
+        return ColumnSpec(
+            decl.name, spark_type(decl.type), decl.nullable, decl.metadata_key, generated
+        )
+
+    def _watermark(
+        self, state: _State, stmt: CreateTable, columns: list[ColumnSpec]
+    ) -> tuple[str | None, int]:
+        if stmt.watermark_column is None:
+            return None, 1000
+        span = state.text.span(stmt.watermark_offset)
+        col = next((c for c in columns if c.name == stmt.watermark_column), None)
+        if col is None:
+            raise _error(
+                "unknown_column",
+                f"WATERMARK FOR names unknown column '{stmt.watermark_column}'",
+                span,
+            )
+        if col.spark_type != "TIMESTAMP":
+            raise _error(
+                "bad_watermark", f"WATERMARK FOR column '{col.name}' must be a TIMESTAMP", span
+            )
+        expr = stmt.watermark_expr
+        if expr is None:
+            return col.name, 1000
+        if isinstance(expr, exp.Paren):
+            expr = expr.this
+        if isinstance(expr, exp.Column) and expr.name == col.name:
+            return col.name, 0
+        if (
+            isinstance(expr, exp.Sub)
+            and isinstance(expr.this, exp.Column)
+            and expr.this.name == col.name
+        ):
+            try:
+                return col.name, interval_us(expr.expression) // 1000
+            except DurationError as err:
+                raise _error("bad_watermark", str(err), span) from err
+        raise _error(
+            "bad_watermark",
+            f"WATERMARK expression must be '{col.name}' or '{col.name} - INTERVAL ...'",
+            span,
+        )
+
+    # -- sinks -----------------------------------------------------------------------------
+
+    def _sink_query(self, state: _State, name: str, inserts: list[tuple[str, int]]) -> SinkQuery:
+        table = state.tables[name]
+        spec = table.spec
+        selects = []
+        columns = spec.columns
+        for sql_text, offset in inserts:
+            schema = self.spark.sql(sql_text).schema
+            fields = [f for f in schema.fields if f.name != EVENT_TIME]
+            if not columns:
+                columns = [
+                    ColumnSpec(f.name, f.dataType.simpleString(), f.nullable) for f in fields
+                ]
+            writable = [c for c in columns if c.physical]
+            if len(fields) != len(writable):
+                raise _error(
+                    "column_count_mismatch",
+                    f"'{name}' has {len(writable)} columns but the query gives {len(fields)}",
+                    state.text.span(offset),
+                )
+            casts = ", ".join(
+                f"CAST(`{f.name}` AS {c.spark_type}) AS `{c.name}`"
+                for f, c in zip(fields, writable, strict=True)
+            )
+            selects.append(f"SELECT {casts} FROM ({sql_text}) AS `__insert`")
+        spec = TableSpec(
+            spec.name,
+            spec.connector,
+            spec.role,
+            spec.options,
+            columns,
+            spec.format,
+            spec.event_time_column,
+            spec.watermark_delay_ms,
+            spec.bounded,
+        )
+        return SinkQuery(spec, " UNION ALL ".join(selects))
+
+    # -- analysis --------------------------------------------------------------------------
+
+    def _analyse(self, state: _State, sql_text: str, original: exp.Expression) -> StructType:
+        """Let Spark analyse ``sql_text``; its errors become diagnostics on ``original``."""
+        from pyspark.errors import AnalysisException, ParseException
+
+        try:
+            return self.spark.sql(sql_text).schema
+        except (AnalysisException, ParseException) as err:
+            raise _spark_diagnostic(state.text, err, original) from err
+
+    def schema_of(self, state: _State, sql_text: str, original: exp.Expression) -> StructType:
+        return self._analyse(state, sql_text, original)
+
+
+def _to_spark_sql(node: exp.Expression) -> str:
+    return node.sql(dialect="spark")
+
+
+def _span_of(text: SourceText, node: exp.Expression) -> Span | None:
+    for candidate in (node, node.this if isinstance(node.this, exp.Expression) else None):
+        if candidate is not None and "start" in candidate.meta:
+            return text.span(int(candidate.meta["start"]))
+    for child in node.walk():
+        if isinstance(child, exp.Expression) and "start" in child.meta:
+            return text.span(int(child.meta["start"]))
+    return None
+
+
+def _spark_diagnostic(text: SourceText, err: Any, original: exp.Expression) -> PlanningError:
+    condition = (err.getCondition() if hasattr(err, "getCondition") else None) or ""
+    params = err.getMessageParameters() or {}
+    span = _span_of(text, original)
+    message = str(err).split("\n")[0]
+    message = message.split(" SQLSTATE")[0]
+    if condition.startswith("UNRESOLVED_COLUMN"):
+        name = params.get("objectName", "").split(".")[-1].strip("`")
+        for col in original.find_all(exp.Column):
+            if col.name == name:
+                span = _span_of(text, col) or span
+                break
+        proposal = params.get("proposal", "")
+        hint = f" (did you mean one of: {proposal}?)" if proposal else ""
+        return _error("unknown_column", f"unknown column '{name}'{hint}", span)
+    if condition.startswith("UNRESOLVED_ROUTINE"):
+        return _error("unknown_function", f"unknown function {params.get('routineName', '')}", span)
+    return _error("invalid_query", message, span)
+
+
+class _Rewriter:
+    """Rewrites one query (recursively: CTEs, subqueries, unions) into Spark's terms."""
+
+    def __init__(self, planner: Planner, state: _State) -> None:
+        self.planner = planner
+        self.state = state
+        self.text = state.text
+
+    def top_level(self, query: exp.Query) -> _Planned:
+        for clause, what in (("order", "ORDER BY"), ("limit", "LIMIT")):
+            node = query.args.get(clause)
+            if node is not None:
+                raise _error(
+                    "unsupported_" + clause,
+                    f"{what} is not supported on an unbounded stream",
+                    _span_of(self.text, node) or _span_of(self.text, query),
+                )
+        return self.query(query)
+
+    def query(self, query: exp.Query) -> _Planned:
+        query = query.copy()
+        with_ = query.args.get("with")
+        if with_ is not None:
+            query.set("with", None)
+            for cte in with_.expressions:
+                self._register_cte(query, cte)
+        if isinstance(query, exp.Union):
+            if query.args.get("distinct"):
+                raise _error(
+                    "unsupported_union",
+                    "UNION without ALL is not supported on streams; use UNION ALL",
+                    _span_of(self.text, query),
+                )
+            left = self.query(query.left)
+            right = self.query(query.right)
+            query.set("this", left.node)
+            query.set("expression", right.node)
+            return _Planned(query, left.window)
+        if isinstance(query, exp.Subquery):
+            inner = self.query(query.this)
+            query.set("this", inner.node)
+            return _Planned(query, inner.window)
+        if not isinstance(query, exp.Select):
+            raise _error(
+                "unsupported_query", f"unsupported query: {query.key}", _span_of(self.text, query)
+            )
+        return self._select(query)
+
+    def _register_cte(self, query: exp.Query, cte: exp.CTE) -> None:
+        from arroyo.engine.build import register_view
+
+        name = cte.alias
+        unique = f"{name}__cte{next(self.state.counter)}"
+        planned = self.query(cte.this)
+        view = ViewSpec(unique, planned.node.sql(dialect="spark"))
+        self.planner.schema_of(self.state, view.sql, cte.this)
+        register_view(self.planner.spark, view)
+        self.state.views.append(view)
+        self.state.view_windows[unique] = planned.window
+        for table in query.find_all(exp.Table):
+            if table.name == name and not table.args.get("db"):
+                alias = table.alias or name
+                table.set("this", exp.to_identifier(unique))
+                table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+
+    # -- SELECT ----------------------------------------------------------------------------
+
+    def _select(self, select: exp.Select) -> _Planned:
+        relations = self._relations(select)
+        self._expand_stars(select, relations)
+        windows = self._rewrite_windows(select, relations)
+        is_aggregate = select.args.get("group") is not None or any(
+            _has_aggregate(p) for p in select.expressions
+        )
+        if windows is not None:
+            return self._windowed_aggregate(select, windows)
+        grouped_window = self._grouped_input_window(select, relations)
+        if grouped_window is not None:
+            return self._windowed_aggregate(select, grouped_window)
+        if is_aggregate:
+            raise _error(
+                "updating_unsupported",
+                "aggregates without a window (updating results) are not supported "
+                "yet; group by tumble(...), hop(...) or session(...)",
+                _span_of(self.text, select),
+            )
+        return self._projection(select, relations)
+
+    def _relations(self, select: exp.Select) -> list[_Relation]:
+        sources: list[exp.Expression] = []
+        from_ = select.args.get("from_") or select.args.get("from")
+        if from_ is not None:
+            sources.append(from_.this)
+        for join in select.args.get("joins") or []:
+            sources.append(join.this)
+        relations = []
+        for source in sources:
+            if isinstance(source, exp.Table):
+                relations.append(self._table_relation(source))
+            elif isinstance(source, exp.Subquery):
+                planned = self.query(source.this)
+                source.set("this", planned.node)
+                alias = source.alias or f"__subquery{next(self.state.counter)}"
+                if not source.alias:
+                    source.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+                schema = self.planner.schema_of(
+                    self.state, planned.node.sql(dialect="spark"), source
+                )
+                relations.append(_Relation(alias, _columns(schema), planned.window))
+            else:
+                raise _error(
+                    "unsupported_query",
+                    f"unsupported FROM item: {source.key}",
+                    _span_of(self.text, source),
+                )
+        return relations
+
+    def _table_relation(self, table: exp.Table) -> _Relation:
+        name = table.name
+        span = _span_of(self.text, table)
+        known = self.state.tables.get(name)
+        if known is not None and known.spec.role == "sink":
+            raise _error("read_from_sink", f"cannot read from '{name}': it is a sink table", span)
+        if known is None and name not in self.state.view_windows:
+            raise _error("unknown_table", f"no table or view named '{name}'", span)
+        from arroyo.engine.build import quote
+
+        schema = self.planner.spark.table(quote(name)).schema
+        return _Relation(table.alias_or_name, _columns(schema), self.state.view_windows.get(name))
+
+    def _expand_stars(self, select: exp.Select, relations: list[_Relation]) -> None:
+        expanded: list[exp.Expression] = []
+        for projection in select.expressions:
+            if isinstance(projection, exp.Star):
+                targets = relations
+            elif isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
+                targets = [r for r in relations if r.alias == projection.table]
+                if not targets:
+                    raise _error(
+                        "unknown_table",
+                        f"no relation named '{projection.table}'",
+                        _span_of(self.text, projection),
+                    )
+            else:
+                expanded.append(projection)
+                continue
+            qualify = len(relations) > 1
+            for rel in targets:
+                for name, _ in rel.columns:
+                    if name != EVENT_TIME:
+                        expanded.append(
+                            exp.column(name, table=rel.alias if qualify else None, quoted=True)
+                        )
+        select.set("expressions", expanded)
+
+    def _event_time(self, relations: list[_Relation]) -> exp.Expression:
+        with_time = [r for r in relations if r.has_event_time]
+        if not with_time:
+            raise _error("no_event_time", "this input has no event time to window on", None)
+        table = with_time[0].alias if len(relations) > 1 else None
+        return exp.column(EVENT_TIME, table=table)
+
+    def _rewrite_windows(
+        self, select: exp.Select, relations: list[_Relation]
+    ) -> tuple[exp.Expression, WindowSpec] | None:
+        """Replace window calls with Spark's; returns the grouping window if there is one."""
+        group = select.args.get("group")
+        found: list[tuple[exp.Anonymous, WindowSpec]] = []
+        for node in list(select.find_all(exp.Anonymous)):
+            kind = window_name(node)
+            if kind is None or node.find_ancestor(exp.Select) is not select:
+                continue
+            spec = self._window_spec(node, kind)
+            found.append((node, spec))
+        if not found:
+            return None
+        for node, _ in found:
+            clause = node.find_ancestor(exp.Group, exp.Where, exp.Having, exp.Join, exp.Order)
+            if group is None or (clause is not None and not isinstance(clause, exp.Group)):
+                raise _error(
+                    "window_outside_group_by",
+                    f"window function {window_name(node)}() can only be used in "
+                    f"GROUP BY (or selected and grouped by)",
+                    _span_of(self.text, node),
+                )
+        input_window = next((r.window for r in relations if r.window), None)
+        specs = {spec for _, spec in found}
+        if len(specs) > 1:
+            raise _error(
+                "mismatched_windows",
+                "a query can group by only one window",
+                _span_of(self.text, found[1][0]),
+            )
+        spec = found[0][1]
+        if input_window is not None:
+            name, in_spec = input_window
+            if in_spec != spec:
+                raise _error(
+                    "mismatched_windows",
+                    f"the input is already windowed by {in_spec.describe()} "
+                    f"(column '{name}'), which does not match {spec.describe()}; "
+                    f"group by '{name}' instead",
+                    _span_of(self.text, found[0][0]),
+                )
+            rel = next(r for r in relations if r.window)
+            replacement: exp.Expression = exp.column(name, table=rel.alias, quoted=True)
+        else:
+            replacement = spec.spark_call(self._event_time(relations))
+        for node, _ in found:
+            node.replace(replacement.copy())
+        return replacement, spec
+
+    def _window_spec(self, node: exp.Anonymous, kind: str) -> WindowSpec:
+        span = _span_of(self.text, node)
+        args = node.expressions
+        expected = 2 if kind == "hop" else 1
+        if len(args) != expected:
+            raise _error("bad_window", f"{kind}() takes {expected} interval argument(s)", span)
+        try:
+            values = [interval_us(a) for a in args]
+        except DurationError as err:
+            raise _error("bad_window", f"{kind}(): {err}", span) from err
+        if any(v <= 0 for v in values):
+            raise _error("bad_window", f"{kind}() intervals must be positive", span)
+        if kind == "hop":
+            slide, width = values
+            if width % slide != 0:
+                raise _error(
+                    "bad_hop",
+                    f"hop() width ({args[1].sql('postgres')}) must be a multiple of "
+                    f"its slide ({args[0].sql('postgres')})",
+                    span,
+                )
+            return WindowSpec("hop", width, slide)
+        return WindowSpec(kind, values[0], values[0])  # type: ignore[arg-type]
+
+    def _grouped_input_window(
+        self, select: exp.Select, relations: list[_Relation]
+    ) -> tuple[exp.Expression, WindowSpec] | None:
+        """An aggregate grouping by the window column of an already windowed input."""
+        group = select.args.get("group")
+        if group is None:
+            return None
+        for rel in relations:
+            if rel.window is None:
+                continue
+            name, spec = rel.window
+            for g in group.expressions:
+                target = self._resolve_group_item(select, g)
+                if isinstance(target, exp.Column) and target.name == name:
+                    return target.copy(), spec
+        return None
+
+    def _resolve_group_item(self, select: exp.Select, item: exp.Expression) -> exp.Expression:
+        if isinstance(item, exp.Literal) and not item.is_string:
+            index = int(item.name) - 1
+            if 0 <= index < len(select.expressions):
+                return select.expressions[index].unalias()
+        if isinstance(item, exp.Column) and not item.table:
+            for p in select.expressions:
+                if isinstance(p, exp.Alias) and p.alias == item.name:
+                    return p.this
+        return item
+
+    def _windowed_aggregate(
+        self, select: exp.Select, window: tuple[exp.Expression, WindowSpec]
+    ) -> _Planned:
+        """SELECT <user columns>, window_time(w) AS _timestamp FROM (agg + w) — Spark refuses
+        window_time beside the aggregate itself."""
+        call, spec = window
+        inner = select.copy()
+        inner.append("expressions", exp.alias_(call.copy(), _WINDOW_HELPER))
+        schema = self.planner.schema_of(self.state, inner.sql(dialect="spark"), select)
+        names = [f.name for f in schema.fields if f.name != _WINDOW_HELPER]
+        out_window = None
+        for p in select.expressions:
+            target = p.unalias()
+            if target == call or (
+                isinstance(target, exp.Column)
+                and isinstance(call, exp.Column)
+                and target.name == call.name
+            ):
+                out_window = (p.alias_or_name, spec)
+        alias = f"__agg{next(self.state.counter)}"
+        outer = exp.select(
+            *[exp.column(n, table=alias, quoted=True) for n in names],
+            exp.alias_(
+                exp.Anonymous(
+                    this="window_time", expressions=[exp.column(_WINDOW_HELPER, table=alias)]
+                ),
+                EVENT_TIME,
+            ),
+        ).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias))))
+        return _Planned(outer, out_window)
+
+    def _projection(self, select: exp.Select, relations: list[_Relation]) -> _Planned:
+        names = {p.alias_or_name for p in select.expressions}
+        with_time = [r for r in relations if r.has_event_time]
+        if with_time and EVENT_TIME not in names:
+            if len(relations) == 1:
+                select.append("expressions", exp.column(EVENT_TIME))
+            else:
+                times = [exp.column(EVENT_TIME, table=r.alias) for r in with_time]
+                select.append(
+                    "expressions",
+                    exp.alias_(
+                        exp.Coalesce(this=times[0], expressions=times[1:])
+                        if len(times) > 1
+                        else times[0],
+                        EVENT_TIME,
+                    ),
+                )
+        window = None
+        for rel in relations:
+            if rel.window is None:
+                continue
+            name, spec = rel.window
+            for p in select.expressions:
+                target = p.unalias()
+                if isinstance(target, exp.Column) and target.name == name:
+                    window = (p.alias_or_name, spec)
+                    break
+        return _Planned(select, window)
+
+
+def _columns(schema: StructType) -> list[tuple[str, str]]:
+    return [(f.name, f.dataType.simpleString()) for f in schema.fields]
+
+
+def _has_aggregate(node: exp.Expression) -> bool:
+    for agg in node.find_all(exp.AggFunc):
+        if agg.find_ancestor(exp.Window) is None:
+            return True
+    return False
+
+
+__all__ = ["WINDOW_FUNCTIONS", "Planner"]

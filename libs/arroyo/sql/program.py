@@ -1,0 +1,103 @@
+"""The pipeline program: what the compiler hands to a worker.
+
+Plain, JSON-serialisable values only: Spark SQL text, connector options and column schemas. A
+worker rebuilds the same streaming queries from it in any process, so nothing here refers to live
+Spark objects.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Role = Literal["source", "sink"]
+BadData = Literal["fail", "drop"]
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSpec:
+    name: str
+    spark_type: str
+    nullable: bool = True
+    metadata_key: str | None = None
+    generated_sql: str | None = None
+
+    @property
+    def physical(self) -> bool:
+        return self.generated_sql is None and self.metadata_key is None
+
+
+@dataclass(frozen=True, slots=True)
+class FormatSpec:
+    name: str
+    options: dict[str, str] = field(default_factory=dict)
+    bad_data: BadData = "fail"
+
+
+@dataclass(frozen=True, slots=True)
+class TableSpec:
+    """A connector table as a source or a sink of this pipeline."""
+
+    name: str
+    connector: str
+    role: Role
+    options: dict[str, Any]
+    columns: list[ColumnSpec]
+    format: FormatSpec | None = None
+    event_time_column: str | None = None
+    watermark_delay_ms: int = 1000
+    bounded: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ViewSpec:
+    name: str
+    sql: str
+
+
+@dataclass(frozen=True, slots=True)
+class SinkQuery:
+    """One streaming query: the SQL that feeds a sink table."""
+
+    sink: TableSpec
+    sql: str
+    output_mode: Literal["append", "update"] = "append"
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineProgram:
+    sources: list[TableSpec]
+    views: list[ViewSpec]
+    queries: list[SinkQuery]
+    parallelism: int = 1
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> PipelineProgram:
+        raw = json.loads(text)
+
+        def table(t: dict[str, Any]) -> TableSpec:
+            fmt = t.pop("format")
+            return TableSpec(
+                **{k: v for k, v in t.items() if k != "columns"},
+                columns=[ColumnSpec(**c) for c in t["columns"]],
+                format=FormatSpec(**fmt) if fmt else None,
+            )
+
+        return cls(
+            sources=[table(s) for s in raw["sources"]],
+            views=[ViewSpec(**v) for v in raw["views"]],
+            queries=[
+                SinkQuery(sink=table(q["sink"]), sql=q["sql"], output_mode=q["output_mode"])
+                for q in raw["queries"]
+            ],
+            parallelism=raw["parallelism"],
+        )
+
+    @property
+    def bounded(self) -> bool:
+        """True when every source ends by itself, so the whole run does."""
+        return all(s.bounded for s in self.sources)
