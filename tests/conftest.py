@@ -18,3 +18,8 @@ def spark() -> Iterator[SparkSession]:
     session = get_or_create_session(SessionSettings(parallelism=2, shuffle_partitions=2))
     yield session
     session.stop()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite tests/sql/golden from this run (review the diff!)")

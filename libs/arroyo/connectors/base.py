@@ -69,8 +69,10 @@ class Connector(ABC):
     - either the table's physical columns (connectors with ``formats`` empty) or a ``value``
       column holding the raw payload for the table's format to decode;
     - ``_source_time`` TIMESTAMP: the connector's own event time for the row (NULL: none);
-    - ``_eoi`` BOOLEAN: true on exactly one last row of a bounded source, the end-of-input marker
-      that lets the watermark pass everything. Unbounded sources never set it.
+    - ``_eoi`` BOOLEAN: true on the end-of-input marker rows of a bounded source, which come after
+      every real row and let the watermark pass everything. A marker must reach a batch after
+      the one that first carried it (a second marker row, or rows that are filtered out), so
+      that a batch with data runs under the final watermark. Unbounded sources never set it.
 
     Sinks: ``write`` is called once on the driver per streaming query with the rows to write (the
     table's columns only) and returns a configured, not yet started ``DataStreamWriter``. Every

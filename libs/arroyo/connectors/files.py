@@ -6,8 +6,11 @@ neither; this source knows where its input ends and emits one end-of-input marke
 after the last record, exactly once, recorded in its offsets so a restart neither repeats nor
 loses it.
 
-Offsets are ``{"file": i, "pos": p, "eoi": bool}``: file ``i`` of the sorted listing, byte offset
-``p`` (JSON lines) or row index ``p`` (Parquet) inside it. This module is imported by Spark's
+Offsets are ``{"file": i, "pos": p, "eoi": n}``: file ``i`` of the sorted listing, byte offset
+``p`` (JSON lines) or row index ``p`` (Parquet) inside it, and how many end-of-input batches have
+been emitted. The marker goes out in two consecutive batches: the first moves the watermark to
+the end of time, the second is a batch with data, so it runs under that watermark even where
+Spark would not schedule a no-data batch for it (stream-stream joins do not). This module is imported by Spark's
 Python workers, so it must stay importable on its own.
 """
 
@@ -27,6 +30,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import StructType
 
 _CHUNK_ROWS = 65_536
+_END_OF_INPUT_BATCHES = 2
 _CONTROL = "`_source_time` TIMESTAMP, `_eoi` BOOLEAN"
 
 
@@ -64,27 +68,27 @@ class _FileReader(DataSourceStreamReader):  # type: ignore[misc]
         self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
 
     def initialOffset(self) -> dict[str, Any]:
-        return {"file": 0, "pos": 0, "eoi": False}
+        return {"file": 0, "pos": 0, "eoi": 0}
 
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_records) if self.max_records else ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
-        if start["eoi"]:
+        if start["eoi"] >= _END_OF_INPUT_BATCHES:
             return start
         files = list_files(self.path)
         file, pos = start["file"], start["pos"]
         if file >= len(files):
-            return {"file": file, "pos": 0, "eoi": True}
+            return {"file": file, "pos": 0, "eoi": start["eoi"] + 1}
         if not isinstance(limit, ReadMaxRows):
-            return {"file": len(files), "pos": 0, "eoi": False}
+            return {"file": len(files), "pos": 0, "eoi": 0}
         budget = limit.maxRows
         while budget > 0 and file < len(files):
             pos, taken, done = self._advance(files[file], pos, budget)
             budget -= taken
             if done:
                 file, pos = file + 1, 0
-        return {"file": file, "pos": pos, "eoi": False}
+        return {"file": file, "pos": pos, "eoi": 0}
 
     def _advance(self, path: str, pos: int, budget: int) -> tuple[int, int, bool]:
         """Move up to ``budget`` records from ``pos``: (new pos, records, reached end of file)."""
@@ -114,7 +118,7 @@ class _FileReader(DataSourceStreamReader):  # type: ignore[misc]
             if i == end["file"] and hi == 0:
                 continue
             parts.append(_Range(files[i], lo, hi))
-        if end["eoi"] and not start["eoi"]:
+        if end["eoi"] > start["eoi"]:
             parts.append(_EndOfInput())
         return parts
 

@@ -11,9 +11,21 @@ Everything is expressed with ``pyspark.sql.functions``: no Python UDFs, no per-r
 Beam draws from a ``java.util.Random``, we take bits of ``xxhash64(event_number, salt)``, so the
 same event number always yields the same event, on any partition, in any micro-batch.
 
-Random strings (names, descriptions, emails, ``extra`` padding) are not built character by
-character: they are picked from constant pools generated once, at import, with Beam's length
-distributions (``nextString`` / ``nextExtra``); Spark folds each pool into an array literal.
+Ids follow Beam with ``firstEventId = 0`` and no out-of-order groups: event ``n`` is person
+``1000 + n // 50`` when ``n % 50 == 0``, auction ``1000 + 3 * (n // 50) + n % 50 - 1`` when
+``n % 50`` is 1..3, and a bid otherwise; sellers, bidders and bid auctions are drawn as in Beam
+(hot items, in-flight auctions, active people, id leads). Where Beam and Arroyo's port differ,
+this follows Beam (hot bidders are the second person of a batch; ``numPeople`` counts the
+current person; bid ``extra`` is sized from ``avgBidByteSize``).
+
+Deviations, for speed: random strings (item names, descriptions, emails, ``extra`` padding,
+channel URLs) are not built character by character but picked from constant pools generated
+once, at import, with Beam's length distributions (``nextString`` / ``nextExtra``); Spark folds
+each pool into an array literal. So there are 128 base URLs shared by the 10,000 channels (Beam
+draws one per channel), and ``extra`` is sized against typical rather than the actual sizes of
+the event's other fields. A channel's URL carries ``&channel_id=<number>`` (as Arroyo) in 9
+channels of 10, and the hot channels' URLs are Arroyo's fixed four. Times are to the
+microsecond.
 """
 
 from __future__ import annotations
@@ -85,8 +97,11 @@ US_CITIES: Final = (
 )  # fmt: skip
 US_STATES: Final = ("AZ", "CA", "ID", "OR", "WA", "WY")
 FULL_NAMES: Final = tuple(f"{first} {last}" for first in FIRST_NAMES for last in LAST_NAMES)
-# Digits of 100 * q + r (q, r < 100): _Q_DIGITS[q], then _R_DIGITS[r + (100 if q else 0)].
+# Channel 100 * q + r (q, r < 100) is "channel-{number}": _CHANNEL_PREFIXES[q], then the
+# digits of r, zero-padded if q > 0: _R_DIGITS[r + (100 if q else 0)].
 _Q_DIGITS: Final = ("", *(str(i) for i in range(1, 100)))
+_CHANNEL_PREFIXES: Final = tuple(f"channel-{d}" for d in _Q_DIGITS)
+_CHANNEL_ID_PREFIXES: Final = tuple(f"&channel_id={d}" for d in _Q_DIGITS)
 _R_DIGITS: Final = (*(str(i) for i in range(100)), *(f"{i:02d}" for i in range(100)))
 HOT_CHANNELS: Final = ("Google", "Facebook", "Baidu", "Apple")
 HOT_URLS: Final = (
@@ -125,12 +140,18 @@ def _build_pools() -> dict[str, tuple[str, ...]]:
     email_users = tuple(_next_string(rng, 7) for _ in range(512))
     email_domains = tuple(_next_string(rng, 5) for _ in range(128))
     item_names = tuple(_next_string(rng, 20) for _ in range(256))
-    descriptions = tuple(_next_string(rng, 100) for _ in range(256))
-    url_parts = tuple(_next_string(rng, 5, "_") for _ in range(256))
+    descriptions = tuple(_next_string(rng, 100) for _ in range(128))
+    # Beam's getBaseUrl, one per channel in Beam; here 128 shared by the 10,000 channels.
+    base_urls = tuple(
+        "https://www.nexmark.com/"
+        + "/".join(_next_string(rng, 5, "_") for _ in range(3))
+        + "/item.htm?query=1"
+        for _ in range(128)
+    )
     # `extra` pads each event to Beam's average size given the size of its other fields; the
     # pools are drawn against sampled events of the same shape.
     person_extras = []
-    for _ in range(64):
+    for _ in range(32):
         size = (
             8
             + len(rng.choice(FULL_NAMES))
@@ -141,16 +162,16 @@ def _build_pools() -> dict[str, tuple[str, ...]]:
         )  # fmt: skip
         person_extras.append(_next_extra(rng, size, AVG_PERSON_BYTE_SIZE))
     auction_extras = []
-    for _ in range(64):
+    for _ in range(32):
         size = 8 + len(rng.choice(item_names)) + len(rng.choice(descriptions)) + 5 * 8
         auction_extras.append(_next_extra(rng, size, AVG_AUCTION_BYTE_SIZE))
-    bid_extras = tuple(_next_extra(rng, 4 * 8, AVG_BID_BYTE_SIZE) for _ in range(256))
+    bid_extras = tuple(_next_extra(rng, 4 * 8, AVG_BID_BYTE_SIZE) for _ in range(64))
     return {
         "email_users": email_users,
         "email_domains": email_domains,
         "item_names": item_names,
         "descriptions": descriptions,
-        "url_parts": url_parts,
+        "base_urls": base_urls,
         "person_extras": tuple(person_extras),
         "auction_extras": tuple(auction_extras),
         "bid_extras": bid_extras,
@@ -260,13 +281,18 @@ def _timestamp_micros(event_number: Column, base_time_ms: int, events_per_second
 def nexmark_columns(
     event_number: Column, base_time_ms: int, events_per_second: float
 ) -> list[Column]:
-    """Returns [person, auction, bid, event_time] columns (aliased 'person','auction','bid','_timestamp').
+    """Returns [person, auction, bid, event_time] columns.
 
-    ``event_number`` is the Nexmark event id (0, 1, 2, ...). Of every 50 consecutive events
-    (aligned on multiples of 50) the first is a person, the next 3 auctions and the last 46 bids;
+    They are aliased 'person', 'auction', 'bid' and '_timestamp' (TIMESTAMP), the first three
+    typed as in :data:`NEXMARK_DDL`.
+
+    ``event_number`` is the Nexmark event id (0, 1, 2, ...; BIGINT, non-negative), e.g. the
+    ``value`` column of the ``rate`` source. Of every 50 consecutive events (aligned on
+    multiples of 50) the first is a person, the next 3 are auctions and the last 46 bids:
     exactly one of the three struct columns is non-NULL per row. Event ``n`` happens at
-    ``base_time_ms + n * 1000 / events_per_second`` milliseconds; every struct's ``datetime``
-    is that time, and so is ``_timestamp``.
+    ``base_time_ms + n * 1000 / events_per_second`` milliseconds (to the microsecond, rounded
+    down); every struct's ``datetime`` is that time, and so is ``_timestamp``. The same event
+    number always gives the same event.
     """
     n = event_number.cast("bigint")
     ts_us = _timestamp_micros(n, base_time_ms, events_per_second)
@@ -330,36 +356,25 @@ def nexmark_columns(
     ).otherwise(_recent_person(last_person, _bits(h3, 0, 32)))
     hot_channel = _bits(h1, 3, 1) != _lit(0)  # nextInt(HOT_CHANNELS_RATIO = 2) > 0
     hot_index = _bits(h1, 4, 2)
-    # Other channels: nextInt(CHANNELS_NUMBER = 10_000) drawn as 100 * q + r, both digit
-    # pairs then spelled from constant pools rather than by casting (cheaper, no temporaries).
+    # Other channels: nextInt(CHANNELS_NUMBER = 10_000) drawn as 100 * q + r; the name and URL
+    # are spelled from constant pools (see _CHANNEL_PREFIXES) rather than by casting numbers.
     q = _uniform(_bits(h1, 6, 12), 100)
     r = _uniform(_bits(h1, 18, 12), 100)
-    channel_number = q * _lit(100) + r
-    q_digits = _at(_Q_DIGITS, q)
     r_digits = _at(_R_DIGITS, r + sf.least(q, _lit(1)) * _lit(100))
+    channel_number = q * _lit(100) + r
     # A channel's URL is a fixed function of its number (Beam caches one random URL per
-    # channel): path segments picked by residues of the number modulo three primes, and for
-    # 9 channels in 10, the channel's id.
-    url_parts = _POOLS["url_parts"]
-    channel_url = sf.concat(
-        _lit("https://www.nexmark.com/"),
-        _pick(url_parts, channel_number * _lit(7919) + _lit(17), modulus=251),
-        _lit("/"),
-        _pick(url_parts, channel_number * _lit(6007) + _lit(5), modulus=241),
-        _lit("/"),
-        _pick(url_parts, channel_number * _lit(3001) + _lit(11), modulus=239),
-        _lit("/item.htm?query=1"),
-        sf.when(
-            sf.pmod(channel_number * _lit(31) + _lit(7), _lit(10)) != _lit(0),
-            sf.concat(_lit("&channel_id="), q_digits, r_digits),
-        ).otherwise(_lit("")),
-    )
+    # channel): one of the base URLs, and for 9 channels in 10 the channel's id.
+    channel_base_url = _pick(_POOLS["base_urls"], channel_number * _lit(7919) + _lit(17))
+    channel_url = sf.when(
+        sf.pmod(channel_number * _lit(31) + _lit(7), _lit(10)) != _lit(0),
+        sf.concat(channel_base_url, _at(_CHANNEL_ID_PREFIXES, q), r_digits),
+    ).otherwise(channel_base_url)
     bid = sf.struct(
         (_lit(FIRST_AUCTION_ID) + bid_auction).alias("auction"),
         (_lit(FIRST_PERSON_ID) + bidder).alias("bidder"),
         _next_price(h2).alias("price"),
         sf.when(hot_channel, _pick(HOT_CHANNELS, hot_index))
-        .otherwise(sf.concat(_lit("channel-"), q_digits, r_digits))
+        .otherwise(sf.concat(_at(_CHANNEL_PREFIXES, q), r_digits))
         .alias("channel"),
         sf.when(hot_channel, _pick(HOT_URLS, hot_index)).otherwise(channel_url).alias("url"),
         event_time.alias("datetime"),

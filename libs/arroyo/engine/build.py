@@ -68,8 +68,13 @@ def build_source(spark: SparkSession, table: TableSpec, settings: BuildSettings)
     df = df.observe(f"{_EOI_METRIC}{table.name}", F.max(F.col("_eoi").cast("INT")).alias("eoi"))
     df = df.withColumn(EVENT_TIME, F.when(F.col("_eoi"), _end_of_time()).otherwise(event))
     df = df.withWatermark(EVENT_TIME, f"{table.watermark_delay_ms} milliseconds")
-    df = df.filter(F.col(EVENT_TIME) < _end_of_time())
-    return df.select(*[quote(c.name) for c in table.columns], EVENT_TIME)
+    real = F.col(EVENT_TIME) < _end_of_time()
+    # Each column is read through its row's event time. Spark pushes filters that do not mention
+    # the event time below the watermark operator (a join's inferred ``IS NOT NULL`` on its keys,
+    # a WHERE on a column), where they would drop the end-of-input marker before the watermark
+    # sees it; a column that depends on the event time cannot be filtered there.
+    return df.filter(real).select(
+        *[F.when(real, F.col(quote(c.name))).alias(c.name) for c in table.columns], EVENT_TIME)
 
 
 def register(spark: SparkSession, program: PipelineProgram, settings: BuildSettings) -> None:

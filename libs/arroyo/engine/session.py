@@ -26,7 +26,9 @@ class SessionSettings:
     parallelism: int = 1
     shuffle_partitions: int | None = None
     app_name: str = "arroyo"
-    fast_start: bool = True
+    # C1-only JIT starts ~1 s faster but runs heavy queries ~4x slower: for short-lived
+    # processes (validate, planning) only.
+    fast_start: bool = False
 
 
 def get_or_create_session(settings: SessionSettings = SessionSettings()) -> SparkSession:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, Tokenizer, TokenType
 
@@ -20,7 +21,17 @@ from arroyo.errors import Diagnostic, PlanningError
 from arroyo.sql.text import SourceText
 from arroyo.sql.types import UnsupportedTypeError, parse_type
 
-DIALECT = "postgres"
+
+
+class ArroyoDialect(Postgres):
+    """Postgres, except that ``window`` is a plain name: Arroyo selects ``... AS window`` and
+    reads ``window.start``, and has no named-window clause."""
+
+    class Tokenizer(Postgres.Tokenizer):
+        KEYWORDS = {k: v for k, v in Postgres.Tokenizer.KEYWORDS.items() if k != "WINDOW"}
+
+
+DIALECT = ArroyoDialect
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +164,7 @@ class _Tokens:
 def split_statements(text: SourceText) -> list[tuple[int, int, list[Token]]]:
     """(start offset, end offset, tokens) of each ``;``-separated statement."""
     try:
-        tokens = Tokenizer(dialect=DIALECT).tokenize(text.text)
+        tokens = ArroyoDialect.Tokenizer().tokenize(text.text)
     except TokenError as err:
         raise PlanningError([Diagnostic("syntax_error", str(err))]) from err
     out: list[tuple[int, int, list[Token]]] = []

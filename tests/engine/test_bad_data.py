@@ -1,0 +1,45 @@
+"""bad_data = 'fail' stops the run with an error naming the record; 'drop' skips and counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from arroyo.engine.runner import PipelineRunner
+from arroyo.errors import JobFailedError
+from arroyo.sql.planner import Planner
+
+INPUT = Path(__file__).parents[1] / "sql" / "inputs" / "millis.json"
+
+
+def _sql(tmp_path: Path, bad_data: str) -> str:
+    return (f"CREATE TABLE src (id BIGINT NOT NULL, at TIMESTAMP) WITH (connector = "
+            f"'single_file', path = '{INPUT}', 'json.timestamp_format' = 'unix_millis', "
+            f"bad_data = '{bad_data}', type = 'source');\n"
+            f"CREATE TABLE o WITH (connector = 'single_file', path = '{tmp_path}/o.json', "
+            "type = 'sink');\nINSERT INTO o SELECT id FROM src;")
+
+
+@pytest.mark.spark
+def test_bad_data_fail_names_the_record(spark: SparkSession, tmp_path: Path) -> None:
+    program = Planner(spark, state_dir=tmp_path).plan(_sql(tmp_path, "fail"))
+    runner = PipelineRunner(spark, program, tmp_path / "state")
+    runner.start()
+    with pytest.raises(JobFailedError) as caught:
+        runner.wait(timeout=120)
+    assert "bad data in table 'src'" in caught.value.message
+    assert '"not a number"' in caught.value.message or "this is not json" in caught.value.message
+
+
+@pytest.mark.spark
+def test_bad_data_drop_skips_and_counts(spark: SparkSession, tmp_path: Path) -> None:
+    program = Planner(spark, state_dir=tmp_path).plan(_sql(tmp_path, "drop"))
+    runner = PipelineRunner(spark, program, tmp_path / "state")
+    runner.start()
+    assert runner.wait(timeout=120)
+    ids = sorted(int(line.split(":")[1].rstrip("}"))
+                 for line in (tmp_path / "o.json").read_text().splitlines())
+    assert ids == [i for i in range(20) if i not in (4, 11, 15)]
+    assert runner.progress.dropped_bad_records == 3

@@ -1,0 +1,79 @@
+"""Running a golden SQL case: a query over files in tests/sql/inputs, writing to one sink."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import shutil
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+
+from arroyo.engine.runner import PipelineRunner
+from arroyo.sql.planner import Planner
+
+HERE = Path(__file__).parent
+QUERIES = HERE / "queries"
+GOLDEN = HERE / "golden"
+INPUTS = HERE / "inputs"
+
+
+def render(query_file: Path, output: Path) -> str:
+    return (query_file.read_text()
+            .replace("$input_dir", str(INPUTS))
+            .replace("$output_path", str(output)))
+
+
+def run_case(spark: SparkSession, sql: str, work: Path, *, resume_part_way: bool) -> None:
+    """Run to completion; with ``resume_part_way``, first stop after two small batches, then
+    plan and run again on the same state (as ``arroyo run --state-dir`` does)."""
+    state = work / "state"
+    if resume_part_way:
+        program = Planner(spark, state_dir=state).plan(sql)
+        first = PipelineRunner(spark, program, state, max_records_per_batch=4,
+                               stop_after_batches=2)
+        first.start()
+        assert not first.wait(timeout=300), "the case finished before the planned stop"
+    program = Planner(spark, state_dir=state).plan(sql)
+    runner = PipelineRunner(spark, program, state,
+                            max_records_per_batch=4 if resume_part_way else None)
+    runner.start()
+    assert runner.wait(timeout=300), "the run did not finish by itself"
+
+
+def read_output(path: Path) -> list[dict[str, Any]]:
+    if path.is_file():
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    rows: list[dict[str, Any]] = []
+    if not path.is_dir():
+        return rows
+    for f in sorted(path.rglob("*")):
+        if not f.is_file() or f.name.startswith((".", "_")) or "_spark_metadata" in f.parts:
+            continue
+        if f.suffix == ".parquet":
+            rows.extend(_plain(r) for r in pq.read_table(f).to_pylist())
+        else:
+            rows.extend(json.loads(line) for line in f.read_text().splitlines() if line.strip())
+    return rows
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in row.items():
+        if isinstance(v, dt.datetime):
+            v = v.replace(tzinfo=None).isoformat()
+        out[k] = v
+    return out
+
+
+def as_multiset(rows: list[dict[str, Any]]) -> Counter[str]:
+    return Counter(json.dumps(r, sort_keys=True) for r in rows)
+
+
+def fresh(path: Path) -> Path:
+    if path.exists():
+        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    return path

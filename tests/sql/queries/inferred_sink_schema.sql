@@ -1,0 +1,12 @@
+CREATE TABLE events (
+    id BIGINT NOT NULL,
+    "user" TEXT,
+    kind TEXT,
+    amount DOUBLE,
+    ts TIMESTAMP NOT NULL,
+    device STRUCT<os TEXT, version INT>,
+    tags TEXT[],
+    WATERMARK FOR ts AS ts - INTERVAL '2 seconds'
+) WITH (connector = 'single_file', path = '$input_dir/events.json', format = 'json', type = 'source');
+CREATE TABLE out WITH (connector = 'single_file', path = '$output_path', format = 'debezium_json', type = 'sink');
+INSERT INTO out SELECT * FROM events WHERE id IN (3, 33);
