@@ -21,5 +21,8 @@ def spark() -> Iterator[SparkSession]:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--update-golden", action="store_true",
-                     help="rewrite tests/sql/golden from this run (review the diff!)")
+    parser.addoption(
+        "--update-golden",
+        action="store_true",
+        help="rewrite tests/sql/golden from this run (review the diff!)",
+    )

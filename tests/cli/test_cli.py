@@ -17,8 +17,9 @@ INPUTS = Path(__file__).parents[1] / "sql" / "inputs"
 
 
 def _run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ARROYO, *args], capture_output=True, text=True, timeout=300,
-                          check=False, **kwargs)  # type: ignore[call-overload]
+    return subprocess.run(
+        [*ARROYO, *args], capture_output=True, text=True, timeout=300, check=False, **kwargs
+    )  # type: ignore[call-overload]
 
 
 @pytest.mark.spark
@@ -27,11 +28,13 @@ def test_validate_prints_dataflow_without_touching_inputs(tmp_path: Path) -> Non
     query.write_text(
         "CREATE TABLE src (id BIGINT, ts TIMESTAMP NOT NULL, WATERMARK FOR ts) WITH ("
         "connector = 'single_file', path = '/does/not/exist.json', type = 'source');\n"
-        "SELECT tumble(interval '1 minute') AS window, count(*) AS c FROM src GROUP BY 1;\n")
+        "SELECT tumble(interval '1 minute') AS window, count(*) AS c FROM src GROUP BY 1;\n"
+    )
     result = _run(["validate", str(query)])
     assert result.returncode == 0, result.stderr
-    assert "source src [single_file, format json, bounded] (id BIGINT, ts TIMESTAMP)" \
-        in result.stdout
+    assert (
+        "source src [single_file, format json, bounded] (id BIGINT, ts TIMESTAMP)" in result.stdout
+    )
     assert "sink select_0 [stdout, format json, append]" in result.stdout
 
 
@@ -39,8 +42,8 @@ def test_validate_prints_dataflow_without_touching_inputs(tmp_path: Path) -> Non
 def test_validate_reports_diagnostics_with_position(tmp_path: Path) -> None:
     query = tmp_path / "q.sql"
     query.write_text(
-        "CREATE TABLE i WITH (connector = 'impulse', event_rate = '1');\n"
-        "SELECT countr FROM i;\n")
+        "CREATE TABLE i WITH (connector = 'impulse', event_rate = '1');\nSELECT countr FROM i;\n"
+    )
     result = _run(["validate", str(query)])
     assert result.returncode == 2
     assert f"error[unknown_column] {query}:2:8: unknown column 'countr'" in result.stderr
@@ -48,9 +51,11 @@ def test_validate_reports_diagnostics_with_position(tmp_path: Path) -> None:
 
 @pytest.mark.spark
 def test_run_bounded_query_prints_rows_and_exits() -> None:
-    sql = (f"CREATE TABLE words (word TEXT) WITH (connector = 'single_file', "
-           f"path = '{INPUTS}/lines.txt', format = 'raw_string', type = 'source');\n"
-           "SELECT upper(word) AS w FROM words WHERE word LIKE 'a%';\n")
+    sql = (
+        f"CREATE TABLE words (word TEXT) WITH (connector = 'single_file', "
+        f"path = '{INPUTS}/lines.txt', format = 'raw_string', type = 'source');\n"
+        "SELECT upper(word) AS w FROM words WHERE word LIKE 'a%';\n"
+    )
     result = _run(["run", "-"], input=sql)
     assert result.returncode == 0, result.stderr
     rows = [json.loads(line) for line in result.stdout.splitlines()]
@@ -65,14 +70,19 @@ def test_sigint_stops_with_checkpoint_and_run_resumes(tmp_path: Path) -> None:
     query.write_text(
         "CREATE TABLE i WITH (connector = 'impulse', event_rate = '200');\n"
         f"CREATE TABLE o WITH (connector = 'single_file', path = '{out}', type = 'sink');\n"
-        "INSERT INTO o SELECT counter FROM i;\n")
+        "INSERT INTO o SELECT counter FROM i;\n"
+    )
     state = tmp_path / "state"
     seen: list[int] = []
     for _ in range(2):
         before = len(seen)
-        proc = subprocess.Popen([*ARROYO, "run", "--state-dir", str(state), str(query)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        proc = subprocess.Popen(
+            [*ARROYO, "run", "--state-dir", str(state), str(query)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline:
             lines = out.read_text().splitlines() if out.exists() else []

@@ -15,11 +15,13 @@ INPUT = Path(__file__).parents[1] / "sql" / "inputs" / "millis.json"
 
 
 def _sql(tmp_path: Path, bad_data: str) -> str:
-    return (f"CREATE TABLE src (id BIGINT NOT NULL, at TIMESTAMP) WITH (connector = "
-            f"'single_file', path = '{INPUT}', 'json.timestamp_format' = 'unix_millis', "
-            f"bad_data = '{bad_data}', type = 'source');\n"
-            f"CREATE TABLE o WITH (connector = 'single_file', path = '{tmp_path}/o.json', "
-            "type = 'sink');\nINSERT INTO o SELECT id FROM src;")
+    return (
+        f"CREATE TABLE src (id BIGINT NOT NULL, at TIMESTAMP) WITH (connector = "
+        f"'single_file', path = '{INPUT}', 'json.timestamp_format' = 'unix_millis', "
+        f"bad_data = '{bad_data}', type = 'source');\n"
+        f"CREATE TABLE o WITH (connector = 'single_file', path = '{tmp_path}/o.json', "
+        "type = 'sink');\nINSERT INTO o SELECT id FROM src;"
+    )
 
 
 @pytest.mark.spark
@@ -39,7 +41,9 @@ def test_bad_data_drop_skips_and_counts(spark: SparkSession, tmp_path: Path) -> 
     runner = PipelineRunner(spark, program, tmp_path / "state")
     runner.start()
     assert runner.wait(timeout=120)
-    ids = sorted(int(line.split(":")[1].rstrip("}"))
-                 for line in (tmp_path / "o.json").read_text().splitlines())
+    ids = sorted(
+        int(line.split(":")[1].rstrip("}"))
+        for line in (tmp_path / "o.json").read_text().splitlines()
+    )
     assert ids == [i for i in range(20) if i not in (4, 11, 15)]
     assert runner.progress.dropped_bad_records == 3

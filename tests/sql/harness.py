@@ -22,9 +22,11 @@ INPUTS = HERE / "inputs"
 
 
 def render(query_file: Path, output: Path) -> str:
-    return (query_file.read_text()
-            .replace("$input_dir", str(INPUTS))
-            .replace("$output_path", str(output)))
+    return (
+        query_file.read_text()
+        .replace("$input_dir", str(INPUTS))
+        .replace("$output_path", str(output))
+    )
 
 
 def run_case(spark: SparkSession, sql: str, work: Path, *, resume_part_way: bool) -> None:
@@ -33,13 +35,13 @@ def run_case(spark: SparkSession, sql: str, work: Path, *, resume_part_way: bool
     state = work / "state"
     if resume_part_way:
         program = Planner(spark, state_dir=state).plan(sql)
-        first = PipelineRunner(spark, program, state, max_records_per_batch=4,
-                               stop_after_batches=2)
+        first = PipelineRunner(spark, program, state, max_records_per_batch=4, stop_after_batches=2)
         first.start()
         assert not first.wait(timeout=300), "the case finished before the planned stop"
     program = Planner(spark, state_dir=state).plan(sql)
-    runner = PipelineRunner(spark, program, state,
-                            max_records_per_batch=4 if resume_part_way else None)
+    runner = PipelineRunner(
+        spark, program, state, max_records_per_batch=4 if resume_part_way else None
+    )
     runner.start()
     assert runner.wait(timeout=300), "the run did not finish by itself"
 
@@ -61,12 +63,10 @@ def read_output(path: Path) -> list[dict[str, Any]]:
 
 
 def _plain(row: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for k, v in row.items():
-        if isinstance(v, dt.datetime):
-            v = v.replace(tzinfo=None).isoformat()
-        out[k] = v
-    return out
+    return {
+        k: v.replace(tzinfo=None).isoformat() if isinstance(v, dt.datetime) else v
+        for k, v in row.items()
+    }
 
 
 def as_multiset(rows: list[dict[str, Any]]) -> Counter[str]:

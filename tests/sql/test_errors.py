@@ -17,60 +17,131 @@ CREATE TABLE out WITH (connector = 'single_file', path = '/nonexistent/out.json'
 
 # (case, SQL appended after SRC, expected code, line, column of the diagnostic)
 CASES = [
-    ("unknown_option",
-     "CREATE TABLE i WITH (connector = 'impulse', event_rate = '1', speed = 'x');\n"
-     "INSERT INTO out SELECT counter FROM i;",
-     "unknown_option", 4, 64),
-    ("missing_option", "CREATE TABLE i WITH (connector = 'impulse');\n"
-     "INSERT INTO out SELECT counter FROM i;", "missing_option", 4, 14),
-    ("bad_option_value", "CREATE TABLE i WITH (connector = 'impulse', event_rate = 'fast');\n"
-     "INSERT INTO out SELECT counter FROM i;", "bad_option", 4, 45),
+    (
+        "unknown_option",
+        "CREATE TABLE i WITH (connector = 'impulse', event_rate = '1', speed = 'x');\n"
+        "INSERT INTO out SELECT counter FROM i;",
+        "unknown_option",
+        4,
+        64,
+    ),
+    (
+        "missing_option",
+        "CREATE TABLE i WITH (connector = 'impulse');\nINSERT INTO out SELECT counter FROM i;",
+        "missing_option",
+        4,
+        14,
+    ),
+    (
+        "bad_option_value",
+        "CREATE TABLE i WITH (connector = 'impulse', event_rate = 'fast');\n"
+        "INSERT INTO out SELECT counter FROM i;",
+        "bad_option",
+        4,
+        45,
+    ),
     ("unknown_column", "INSERT INTO out SELECT id, nme FROM src;", "unknown_column", 4, 28),
     ("read_from_sink", "INSERT INTO out SELECT * FROM out;", "read_from_sink", 4, 31),
     ("insert_into_source", "INSERT INTO src SELECT * FROM src;", "insert_into_source", 4, 13),
     ("unknown_table", "INSERT INTO out SELECT * FROM nowhere;", "unknown_table", 4, 31),
-    ("window_outside_group_by",
-     "INSERT INTO out SELECT tumble(interval '1 minute') AS w, id FROM src;",
-     "window_outside_group_by", 4, 24),
-    ("window_in_where",
-     "INSERT INTO out SELECT count(*) FROM src WHERE tumble(interval '1 minute') IS NULL "
-     "GROUP BY tumble(interval '1 minute');", "window_outside_group_by", 4, 48),
-    ("hop_not_multiple",
-     "INSERT INTO out SELECT count(*) FROM src "
-     "GROUP BY hop(interval '7 seconds', interval '1 minute');", "bad_hop", 4, 51),
-    ("mismatched_nested_windows",
-     "CREATE VIEW w AS SELECT tumble(interval '1 minute') AS window, count(*) AS c "
-     "FROM src GROUP BY 1;\n"
-     "INSERT INTO out SELECT tumble(interval '1 hour') AS window, sum(c) FROM w GROUP BY 1;",
-     "mismatched_windows", 5, 24),
-    ("top_level_order_by", "INSERT INTO out SELECT id FROM src ORDER BY id;",
-     "unsupported_order", 4, 35),
+    (
+        "window_outside_group_by",
+        "INSERT INTO out SELECT tumble(interval '1 minute') AS w, id FROM src;",
+        "window_outside_group_by",
+        4,
+        24,
+    ),
+    (
+        "window_in_where",
+        "INSERT INTO out SELECT count(*) FROM src WHERE tumble(interval '1 minute') IS NULL "
+        "GROUP BY tumble(interval '1 minute');",
+        "window_outside_group_by",
+        4,
+        48,
+    ),
+    (
+        "hop_not_multiple",
+        "INSERT INTO out SELECT count(*) FROM src "
+        "GROUP BY hop(interval '7 seconds', interval '1 minute');",
+        "bad_hop",
+        4,
+        51,
+    ),
+    (
+        "mismatched_nested_windows",
+        "CREATE VIEW w AS SELECT tumble(interval '1 minute') AS window, count(*) AS c "
+        "FROM src GROUP BY 1;\n"
+        "INSERT INTO out SELECT tumble(interval '1 hour') AS window, sum(c) FROM w GROUP BY 1;",
+        "mismatched_windows",
+        5,
+        24,
+    ),
+    (
+        "top_level_order_by",
+        "INSERT INTO out SELECT id FROM src ORDER BY id;",
+        "unsupported_order",
+        4,
+        35,
+    ),
     ("top_level_limit", "SELECT id FROM src LIMIT 10;", "unsupported_limit", 4, 20),
-    ("unknown_connector",
-     "CREATE TABLE k WITH (connector = 'kafkaa', topic = 't');\nSELECT * FROM k;",
-     "unknown_connector", 4, 22),
-    ("unknown_format",
-     "CREATE TABLE f (a TEXT) WITH (connector = 'single_file', path = '/x', "
-     "format = 'xml', type = 'source');\nSELECT * FROM f;", "unknown_format", 4, 73),
-    ("format_not_supported",
-     "CREATE TABLE f (a TEXT) WITH (connector = 'single_file', path = '/x', "
-     "format = 'parquet', type = 'source');\nSELECT * FROM f;", "unknown_format", 4, 73),
-    ("unknown_type", "CREATE TABLE f (a VARCHA) WITH (connector = 'single_file', path = '/x',"
-     " type = 'source');\nSELECT * FROM f;", "unknown_type", 4, 19),
+    (
+        "unknown_connector",
+        "CREATE TABLE k WITH (connector = 'kafkaa', topic = 't');\nSELECT * FROM k;",
+        "unknown_connector",
+        4,
+        22,
+    ),
+    (
+        "unknown_format",
+        "CREATE TABLE f (a TEXT) WITH (connector = 'single_file', path = '/x', "
+        "format = 'xml', type = 'source');\nSELECT * FROM f;",
+        "unknown_format",
+        4,
+        73,
+    ),
+    (
+        "format_not_supported",
+        "CREATE TABLE f (a TEXT) WITH (connector = 'single_file', path = '/x', "
+        "format = 'parquet', type = 'source');\nSELECT * FROM f;",
+        "unknown_format",
+        4,
+        73,
+    ),
+    (
+        "unknown_type",
+        "CREATE TABLE f (a VARCHA) WITH (connector = 'single_file', path = '/x',"
+        " type = 'source');\nSELECT * FROM f;",
+        "unknown_type",
+        4,
+        19,
+    ),
     ("syntax_error", "SELECT id FROM src WHERE (id > ;", "syntax_error", 4, None),
     ("updating_aggregate", "SELECT count(*) FROM src;", "updating_unsupported", 4, 1),
-    ("missing_type", "CREATE TABLE f (a TEXT) WITH (connector = 'single_file', path = '/x');\n"
-     "SELECT * FROM f;", "missing_option", 4, 14),
-    ("bad_data_value", "CREATE TABLE f (a TEXT) WITH (connector = 'single_file', path = '/x', "
-     "type = 'source', bad_data = 'ignore');\nSELECT * FROM f;", "bad_option", 4, 88),
+    (
+        "missing_type",
+        "CREATE TABLE f (a TEXT) WITH (connector = 'single_file', path = '/x');\nSELECT * FROM f;",
+        "missing_option",
+        4,
+        14,
+    ),
+    (
+        "bad_data_value",
+        "CREATE TABLE f (a TEXT) WITH (connector = 'single_file', path = '/x', "
+        "type = 'source', bad_data = 'ignore');\nSELECT * FROM f;",
+        "bad_option",
+        4,
+        88,
+    ),
 ]
 
 
 @pytest.mark.spark
-@pytest.mark.parametrize(("sql", "code", "line", "column"),
-                         [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_refused_with_diagnostic(spark: SparkSession, tmp_path: Path, sql: str, code: str,
-                                 line: int, column: int | None) -> None:
+@pytest.mark.parametrize(
+    ("sql", "code", "line", "column"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_refused_with_diagnostic(
+    spark: SparkSession, tmp_path: Path, sql: str, code: str, line: int, column: int | None
+) -> None:
     with pytest.raises(PlanningError) as caught:
         Planner(spark, state_dir=tmp_path).plan(SRC + sql)
     diagnostic = caught.value.diagnostics[0]

@@ -20,8 +20,9 @@ CASES = sorted(p.stem for p in QUERIES.glob("*.sql"))
 @pytest.mark.spark
 @pytest.mark.parametrize("mode", ["straight", "resumed"])
 @pytest.mark.parametrize("case", CASES)
-def test_golden(spark: SparkSession, tmp_path: Path, case: str, mode: str,
-                request: pytest.FixtureRequest) -> None:
+def test_golden(
+    spark: SparkSession, tmp_path: Path, case: str, mode: str, request: pytest.FixtureRequest
+) -> None:
     output = tmp_path / "out"
     sql = render(QUERIES / f"{case}.sql", output)
     run_case(spark, sql, tmp_path, resume_part_way=mode == "resumed")

@@ -20,7 +20,7 @@ from arroyo.sql.program import ColumnSpec, Role, TableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.streaming import DataStreamWriter
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 
 class ConnectorError(ArroyoError):

@@ -18,7 +18,7 @@ from arroyo.sql.program import Role, TableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-    from pyspark.sql.streaming import DataStreamWriter
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 
 class FileOptions(ConnectorOptions):

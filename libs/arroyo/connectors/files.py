@@ -10,15 +10,15 @@ Offsets are ``{"file": i, "pos": p, "eoi": n}``: file ``i`` of the sorted listin
 ``p`` (JSON lines) or row index ``p`` (Parquet) inside it, and how many end-of-input batches have
 been emitted. The marker goes out in two consecutive batches: the first moves the watermark to
 the end of time, the second is a batch with data, so it runs under that watermark even where
-Spark would not schedule a no-data batch for it (stream-stream joins do not). This module is imported by Spark's
-Python workers, so it must stay importable on its own.
+Spark would not schedule a no-data batch for it (stream-stream joins do not).
+
+This module is imported by Spark's Python workers, so it must stay importable on its own.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,19 +48,22 @@ def list_files(path: str) -> list[str]:
     )
 
 
-@dataclass(frozen=True)
-class _Range(InputPartition):  # type: ignore[misc]
-    path: str
-    start: int
-    end: int  # -1: to the end of the file
+class _Range(InputPartition):
+    """Records ``[start, end)`` of one file (``end`` -1: to the end of the file)."""
+
+    def __init__(self, path: str, start: int, end: int) -> None:
+        super().__init__((path, start, end))
+        self.path, self.start, self.end = path, start, end
 
 
-@dataclass(frozen=True)
-class _EndOfInput(InputPartition):  # type: ignore[misc]
-    pass
+class _EndOfInput(InputPartition):
+    """The end-of-input marker row."""
+
+    def __init__(self) -> None:
+        super().__init__(None)
 
 
-class _FileReader(DataSourceStreamReader):  # type: ignore[misc]
+class _FileReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.path = options["path"]
         self.mode = options.get("mode", "lines")
@@ -82,7 +85,7 @@ class _FileReader(DataSourceStreamReader):  # type: ignore[misc]
             return {"file": file, "pos": 0, "eoi": start["eoi"] + 1}
         if not isinstance(limit, ReadMaxRows):
             return {"file": len(files), "pos": 0, "eoi": 0}
-        budget = limit.maxRows
+        budget = limit.max_rows
         while budget > 0 and file < len(files):
             pos, taken, done = self._advance(files[file], pos, budget)
             budget -= taken
@@ -157,14 +160,14 @@ class _FileReader(DataSourceStreamReader):  # type: ignore[misc]
             offset += batch.num_rows
             if hi <= lo:
                 continue
-            batch = batch.slice(lo, hi - lo)
+            rows = batch.slice(lo, hi - lo)
             arrays = [
-                batch.column(f.name).cast(f.type)
+                rows.column(f.name).cast(f.type)
                 if f.name in present
-                else pa.nulls(batch.num_rows, f.type)
+                else pa.nulls(rows.num_rows, f.type)
                 for f in wanted
             ]
-            yield self._with_control(arrays, batch.num_rows)
+            yield self._with_control(arrays, rows.num_rows)
 
     def _with_control(self, values: pa.Array | list[pa.Array], n: int) -> pa.RecordBatch:
         arrays = values if isinstance(values, list) else [values]
@@ -178,7 +181,7 @@ class _FileReader(DataSourceStreamReader):  # type: ignore[misc]
         return pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
 
 
-class BoundedFilesSource(DataSource):  # type: ignore[misc]
+class BoundedFilesSource(DataSource):
     """Options: ``path`` (a file or a directory), ``mode`` (lines | parquet), ``columns`` (Spark
     DDL of the Parquet columns to read), ``max_records`` (per micro-batch, 0 = no cap)."""
 

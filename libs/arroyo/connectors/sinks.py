@@ -39,7 +39,9 @@ def lines_of(df: DataFrame) -> Iterable[bytes]:
         value = row[0]
         if value is None:
             continue
-        yield (value if isinstance(value, bytes | bytearray) else str(value).encode()) + b"\n"
+        yield (
+            bytes(value) if isinstance(value, bytes | bytearray) else str(value).encode()
+        ) + b"\n"
 
 
 class FileAppender:

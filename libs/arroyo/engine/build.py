@@ -74,7 +74,8 @@ def build_source(spark: SparkSession, table: TableSpec, settings: BuildSettings)
     # a WHERE on a column), where they would drop the end-of-input marker before the watermark
     # sees it; a column that depends on the event time cannot be filtered there.
     return df.filter(real).select(
-        *[F.when(real, F.col(quote(c.name))).alias(c.name) for c in table.columns], EVENT_TIME)
+        *[F.when(real, F.col(quote(c.name))).alias(c.name) for c in table.columns], EVENT_TIME
+    )
 
 
 def register(spark: SparkSession, program: PipelineProgram, settings: BuildSettings) -> None:

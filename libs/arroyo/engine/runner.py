@@ -18,7 +18,7 @@ from typing import Any
 import structlog
 from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
-from pyspark.sql.streaming import StreamingQuery
+from pyspark.sql.streaming.query import StreamingQuery
 
 from arroyo.connectors import WriteContext, connector
 from arroyo.engine.build import (

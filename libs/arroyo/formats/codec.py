@@ -124,4 +124,6 @@ def _json_field(df: DataFrame, name: str, opts: JsonOptions) -> Column:
 
 
 def spark_schema(columns: list[ColumnSpec]) -> StructType:
-    return StructType.fromDDL(", ".join(f"`{c.name}` {c.spark_type}" for c in columns))
+    schema = StructType.fromDDL(", ".join(f"`{c.name}` {c.spark_type}" for c in columns))
+    assert isinstance(schema, StructType)
+    return schema

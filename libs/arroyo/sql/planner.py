@@ -314,7 +314,7 @@ class Planner:
                 f"bad_data must be 'fail' or 'drop', not '{bad_data}'",
                 text.span(options["bad_data"].offset),
             )
-        return FormatSpec(name, fmt_raw, bad_data)
+        return FormatSpec(name, fmt_raw, "drop" if bad_data == "drop" else "fail")
 
     def _option_error(
         self, state: _State, stmt: CreateTable, conn: Connector, err: ValidationError
@@ -459,7 +459,7 @@ class Planner:
 
     # -- analysis --------------------------------------------------------------------------
 
-    def _analyse(self, state: _State, sql_text: str, original: exp.Expression) -> StructType:
+    def _analyse(self, state: _State, sql_text: str, original: exp.Expr) -> StructType:
         """Let Spark analyse ``sql_text``; its errors become diagnostics on ``original``."""
         from pyspark.errors import AnalysisException, ParseException
 
@@ -468,7 +468,7 @@ class Planner:
         except (AnalysisException, ParseException) as err:
             raise _spark_diagnostic(state.text, err, original) from err
 
-    def schema_of(self, state: _State, sql_text: str, original: exp.Expression) -> StructType:
+    def schema_of(self, state: _State, sql_text: str, original: exp.Expr) -> StructType:
         return self._analyse(state, sql_text, original)
 
 
@@ -476,7 +476,7 @@ def _to_spark_sql(node: exp.Expression) -> str:
     return node.sql(dialect="spark")
 
 
-def _span_of(text: SourceText, node: exp.Expression) -> Span | None:
+def _span_of(text: SourceText, node: exp.Expr) -> Span | None:
     for candidate in (node, node.this if isinstance(node.this, exp.Expression) else None):
         if candidate is not None and "start" in candidate.meta:
             return text.span(int(candidate.meta["start"]))
@@ -486,7 +486,7 @@ def _span_of(text: SourceText, node: exp.Expression) -> Span | None:
     return None
 
 
-def _spark_diagnostic(text: SourceText, err: Any, original: exp.Expression) -> PlanningError:
+def _spark_diagnostic(text: SourceText, err: Any, original: exp.Expr) -> PlanningError:
     condition = (err.getCondition() if hasattr(err, "getCondition") else None) or ""
     params = err.getMessageParameters() or {}
     span = _span_of(text, original)
@@ -763,11 +763,13 @@ class _Rewriter:
         if isinstance(item, exp.Literal) and not item.is_string:
             index = int(item.name) - 1
             if 0 <= index < len(select.expressions):
-                return select.expressions[index].unalias()
+                target: exp.Expression = select.expressions[index].unalias()
+                return target
         if isinstance(item, exp.Column) and not item.table:
             for p in select.expressions:
                 if isinstance(p, exp.Alias) and p.alias == item.name:
-                    return p.this
+                    aliased: exp.Expression = p.this
+                    return aliased
         return item
 
     def _windowed_aggregate(
@@ -836,10 +838,7 @@ def _columns(schema: StructType) -> list[tuple[str, str]]:
 
 
 def _has_aggregate(node: exp.Expression) -> bool:
-    for agg in node.find_all(exp.AggFunc):
-        if agg.find_ancestor(exp.Window) is None:
-            return True
-    return False
+    return any(agg.find_ancestor(exp.Window) is None for agg in node.find_all(exp.AggFunc))
 
 
 __all__ = ["WINDOW_FUNCTIONS", "Planner"]

@@ -15,12 +15,11 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.tokens import Token, Tokenizer, TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from arroyo.errors import Diagnostic, PlanningError
 from arroyo.sql.text import SourceText
 from arroyo.sql.types import UnsupportedTypeError, parse_type
-
 
 
 class ArroyoDialect(Postgres):
@@ -61,7 +60,7 @@ class CreateTable:
     watermark_column: str | None = None
     watermark_expr: exp.Expression | None = None
     watermark_offset: int = 0
-    as_query: exp.Expression | None = None
+    as_query: exp.Query | None = None
     query_offset: int = 0
 
 
@@ -69,7 +68,7 @@ class CreateTable:
 class CreateView:
     name: str
     offset: int
-    query: exp.Expression
+    query: exp.Query
     query_offset: int
 
 
@@ -77,13 +76,13 @@ class CreateView:
 class Insert:
     table: str
     offset: int
-    query: exp.Expression
+    query: exp.Query
     query_offset: int
 
 
 @dataclass(frozen=True, slots=True)
 class Query:
-    query: exp.Expression
+    query: exp.Query
     offset: int
 
 
@@ -233,7 +232,7 @@ def _parse_statement(text: SourceText, start: int, end: int, tokens: list[Token]
     )
 
 
-def parse_query(text: SourceText, start: int, end: int) -> exp.Expression:
+def parse_query(text: SourceText, start: int, end: int) -> exp.Query:
     """Parse a query; its nodes' ``meta`` carry offsets relative to the script."""
     body = text.text[start:end]
     # Pad with the script's own preceding newlines/columns so sqlglot's line/col are absolute.
@@ -405,8 +404,11 @@ class _TableElements:
 def _parse_expression(text: SourceText, start: int, end: int) -> exp.Expression:
     prefix = "".join(ch if ch == "\n" else " " for ch in text.text[:start])
     try:
-        return sqlglot.parse_one(prefix + text.text[start:end], read=DIALECT)
+        parsed = sqlglot.parse_one(prefix + text.text[start:end], read=DIALECT)
     except ParseError as err:
         raise PlanningError(
             [Diagnostic("syntax_error", f"bad expression: {err}", text.span(start))]
         ) from err
+
+    assert isinstance(parsed, exp.Expression)
+    return parsed

@@ -5,10 +5,10 @@ from __future__ import annotations
 from sqlglot import exp
 from sqlglot.errors import ParseError
 
-T = exp.DataType.Type
+T = exp.DataType.Type  # an enum, used as values only
 
 # Unsigned integers widen to the next signed type Spark has; u64 needs DECIMAL(20, 0).
-_SCALARS: dict[exp.DataType.Type, str] = {
+_SCALARS: dict[object, str] = {
     T.BOOLEAN: "BOOLEAN",
     T.TINYINT: "TINYINT",
     T.SMALLINT: "SMALLINT",
@@ -46,7 +46,7 @@ class UnsupportedTypeError(ValueError):
 
 
 def parse_type(text: str) -> exp.DataType:
-    """Parse an Arroyo type (Postgres spelling: ``TEXT[]``, ``BIGINT UNSIGNED``, ``STRUCT<...>``)."""
+    """Parse an Arroyo type, spelt as in Postgres (``TEXT[]``, ``BIGINT UNSIGNED``)."""
     cleaned = " ".join(text.split())
     if cleaned.upper() == "STRING":
         cleaned = "TEXT"

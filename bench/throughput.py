@@ -1,0 +1,118 @@
+"""Events/s of nexmark -> projection and nexmark -> keyed tumble count -> blackhole, run through
+Arroyo (planner + runner) and written by hand in PySpark, side by side in one JVM.
+
+    .venv/bin/python bench/throughput.py [--seconds 30] [--rate 20000000] [--parallelism 2]
+
+Throughput is rows in / time spent in micro-batches, over the batches after warm-up. The rate
+source is set far above what two cores can process, so every batch is full.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
+
+from arroyo.connectors.nexmark_generator import nexmark_columns
+from arroyo.engine.runner import PipelineRunner
+from arroyo.engine.session import SessionSettings, get_or_create_session
+from arroyo.sql.planner import Planner
+
+QUERIES = {
+    "projection": "SELECT bid.auction AS auction, bid.price * 100 AS cents FROM nexmark "
+    "WHERE bid IS NOT NULL",
+    "tumble_count": "SELECT tumble(interval '1 second') AS window, bid.auction AS auction, "
+    "count(*) AS bids FROM nexmark WHERE bid IS NOT NULL GROUP BY 1, 2",
+}
+
+
+def by_hand(spark: SparkSession, name: str, rate: int, parallelism: int) -> DataFrame:
+    events = (
+        spark.readStream.format("rate")
+        .option("rowsPerSecond", rate)
+        .option("numPartitions", parallelism)
+        .load()
+    )
+    nexmark = events.select(*nexmark_columns(F.col("value"), int(time.time() * 1000), rate))
+    bids = nexmark.filter("bid IS NOT NULL")
+    if name == "projection":
+        return bids.select(
+            F.col("bid.auction").alias("auction"), (F.col("bid.price") * 100).alias("cents")
+        )
+    return (
+        nexmark.withWatermark("_timestamp", "1 second")
+        .filter("bid IS NOT NULL")
+        .groupBy(
+            F.window("_timestamp", "1 second").alias("window"),
+            F.col("bid.auction").alias("auction"),
+        )
+        .agg(F.count("*").alias("bids"))
+    )
+
+
+def measure(
+    queries: Callable[[], list[StreamingQuery]], seconds: float, warmup_batches: int = 3
+) -> float:
+    started = queries()
+    time.sleep(seconds)
+    rows = 0
+    busy_ms = 0
+    for q in started:
+        for p in q.recentProgress[warmup_batches:]:
+            rows += p.numInputRows
+            busy_ms += p.durationMs.get("triggerExecution", 0)
+        q.stop()
+    return rows / (busy_ms / 1000) if busy_ms else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=30)
+    parser.add_argument("--rate", type=int, default=20_000_000)
+    parser.add_argument("--parallelism", type=int, default=2)
+    args = parser.parse_args()
+    spark = get_or_create_session(SessionSettings(parallelism=args.parallelism))
+    print(f"{'query':<14} {'engine':<8} {'events/s':>12} {'per core':>12}")
+    for name, select in QUERIES.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            sql = (
+                f"CREATE TABLE nexmark WITH (connector = 'nexmark', "
+                f"event_rate = '{args.rate}');\n"
+                f"CREATE TABLE sink WITH (connector = 'blackhole');\n"
+                f"INSERT INTO sink {select};"
+            )
+            program = Planner(spark, parallelism=args.parallelism, state_dir=Path(tmp)).plan(sql)
+
+            def ours(program: object = program, tmp: str = tmp) -> list[StreamingQuery]:
+                runner = PipelineRunner(spark, program, Path(tmp) / "state")  # type: ignore[arg-type]
+                runner.start()
+                return [w.query for w in runner._watched]
+
+            def theirs(name: str = name, tmp: str = tmp) -> list[StreamingQuery]:
+                df = by_hand(spark, name, args.rate, args.parallelism)
+                return [
+                    df.writeStream.format("noop")
+                    .outputMode("append")
+                    .option("checkpointLocation", f"{tmp}/hand")
+                    .trigger(processingTime="0 seconds")
+                    .start()
+                ]
+
+            results = {
+                "arroyo": measure(ours, args.seconds),
+                "pyspark": measure(theirs, args.seconds),
+            }
+        for engine, eps in results.items():
+            print(f"{name:<14} {engine:<8} {eps:>12,.0f} {eps / args.parallelism:>12,.0f}")
+        overhead = 1 - results["arroyo"] / results["pyspark"] if results["pyspark"] else 0
+        print(f"{name:<14} arroyo overhead vs hand-written PySpark: {overhead:+.1%}")
+
+
+if __name__ == "__main__":
+    main()
