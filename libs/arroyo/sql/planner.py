@@ -527,9 +527,9 @@ class _Rewriter:
 
     def query(self, query: exp.Query) -> _Planned:
         query = query.copy()
-        with_ = query.args.get("with")
+        with_ = query.args.get("with_")
         if with_ is not None:
-            query.set("with", None)
+            query.set("with_", None)
             for cte in with_.expressions:
                 self._register_cte(query, cte)
         if isinstance(query, exp.Union):

@@ -23,11 +23,14 @@ from arroyo.sql.types import UnsupportedTypeError, parse_type
 
 
 class ArroyoDialect(Postgres):
-    """Postgres, except that ``window`` is a plain name: Arroyo selects ``... AS window`` and
-    reads ``window.start``, and has no named-window clause."""
+    """Postgres, except that ``window`` and ``session`` are plain names: Arroyo selects
+    ``... AS window``, reads ``window.start`` and calls ``session(gap)``; it has no named-window
+    clause and no SESSION statements."""
 
     class Tokenizer(Postgres.Tokenizer):
-        KEYWORDS = {k: v for k, v in Postgres.Tokenizer.KEYWORDS.items() if k != "WINDOW"}
+        KEYWORDS = {
+            k: v for k, v in Postgres.Tokenizer.KEYWORDS.items() if k not in ("WINDOW", "SESSION")
+        }
 
 
 DIALECT = ArroyoDialect

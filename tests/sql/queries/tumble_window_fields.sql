@@ -10,9 +10,9 @@ CREATE TABLE events (
 ) WITH (connector = 'single_file', path = '$input_dir/events.json', format = 'json', type = 'source');
 CREATE TABLE out WITH (connector = 'single_file', path = '$output_path', format = 'json', type = 'sink');
 INSERT INTO out
-SELECT window.start AS window_start, window.end AS window_end, kinds
+SELECT window.start AS window_start, window.end AS window_end, events, biggest
 FROM (
-    SELECT tumble(interval '2 minutes') AS window, count(DISTINCT kind) AS kinds
+    SELECT tumble(interval '2 minutes') AS window, count(*) AS events, max(amount) AS biggest
     FROM events
     GROUP BY 1
 );
