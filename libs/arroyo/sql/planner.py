@@ -167,7 +167,7 @@ class Planner:
                     planned = _Rewriter(self, state).top_level(stmt.query)
                     sql_text = planned.node.sql(dialect="spark")
                     self._analyse(state, sql_text, stmt.query)
-                    name = f"select_{next(state.counter)}"
+                    name = f"select_{sum(1 for q in state.inserts if q.startswith('select_'))}"
                     state.tables[name] = _Table(
                         TableSpec(name, "stdout", "sink", {}, [], FormatSpec("json")), False
                     )
