@@ -92,7 +92,7 @@ def main() -> None:
             def ours(program: object = program, tmp: str = tmp) -> list[StreamingQuery]:
                 runner = PipelineRunner(spark, program, Path(tmp) / "state")  # type: ignore[arg-type]
                 runner.start()
-                return [w.query for w in runner._watched]
+                return runner.queries
 
             def theirs(name: str = name, tmp: str = tmp) -> list[StreamingQuery]:
                 df = by_hand(spark, name, args.rate, args.parallelism)

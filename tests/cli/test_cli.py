@@ -22,6 +22,15 @@ def _run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
     )  # type: ignore[call-overload]
 
 
+def _wait_for_lines(path: Path, count: int, timeout: float) -> None:
+    """Wait until the sink file has ``count`` lines: the only progress a running
+    ``arroyo run`` exposes without a terminal is its output."""
+    deadline = time.monotonic() + timeout
+    while (len(path.read_text().splitlines()) if path.exists() else 0) < count:
+        assert time.monotonic() < deadline, f"{path} never reached {count} lines"
+        time.sleep(0.2)
+
+
 @pytest.mark.spark
 def test_validate_prints_dataflow_without_touching_inputs(tmp_path: Path) -> None:
     query = tmp_path / "q.sql"
@@ -83,12 +92,7 @@ def test_sigint_stops_with_checkpoint_and_run_resumes(tmp_path: Path) -> None:
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            lines = out.read_text().splitlines() if out.exists() else []
-            if len(lines) >= before + 200:
-                break
-            time.sleep(0.2)  # polling the output file; the process gives no other signal
+        _wait_for_lines(out, before + 200, timeout=180)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 130, err

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -71,9 +70,3 @@ def _plain(row: dict[str, Any]) -> dict[str, Any]:
 
 def as_multiset(rows: list[dict[str, Any]]) -> Counter[str]:
     return Counter(json.dumps(r, sort_keys=True) for r in rows)
-
-
-def fresh(path: Path) -> Path:
-    if path.exists():
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
-    return path

@@ -14,10 +14,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
+from typing import TYPE_CHECKING
 
 from arroyo.errors import ArroyoError, PlanningError
 from arroyo.logging import configure_logging
 from arroyo.sql.program import PipelineProgram
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -46,8 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     source_name = "<stdin>" if args.query == "-" else args.query
     try:
         if args.command == "validate":
-            return _validate(sql, source_name, args.parallelism)
-        return _run(sql, source_name, args.parallelism, args.state_dir)
+            return _validate(sql, args.parallelism)
+        return _run(sql, args.parallelism, args.state_dir)
     except PlanningError as err:
         for d in err.diagnostics:
             print(d.render(source_name), file=sys.stderr)
@@ -57,7 +61,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def _plan(sql: str, parallelism: int) -> tuple[PipelineProgram, object]:
+def _plan(sql: str, parallelism: int) -> tuple[PipelineProgram, SparkSession]:
     from arroyo.engine.session import SessionSettings, get_or_create_session
     from arroyo.sql.planner import Planner
 
@@ -67,7 +71,7 @@ def _plan(sql: str, parallelism: int) -> tuple[PipelineProgram, object]:
     return program, spark
 
 
-def _validate(sql: str, source_name: str, parallelism: int) -> int:
+def _validate(sql: str, parallelism: int) -> int:
     program, _ = _plan(sql, parallelism)
     print(describe(program))
     return 0
@@ -91,7 +95,7 @@ def describe(program: PipelineProgram) -> str:
     return "\n".join(lines)
 
 
-def _run(sql: str, source_name: str, parallelism: int, state_dir: Path | None) -> int:
+def _run(sql: str, parallelism: int, state_dir: Path | None) -> int:
     from arroyo.engine.runner import PipelineRunner, Progress
 
     started = time.monotonic()
@@ -109,7 +113,7 @@ def _run(sql: str, source_name: str, parallelism: int, state_dir: Path | None) -
             )
             sys.stderr.flush()
 
-    runner = PipelineRunner(spark, program, state, on_progress=show)  # type: ignore[arg-type]
+    runner = PipelineRunner(spark, program, state, on_progress=show)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         runner.stop()

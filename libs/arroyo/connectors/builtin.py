@@ -71,10 +71,6 @@ class SingleFileConnector(Connector):
         return encode(df, table).writeStream.foreachBatch(appender)
 
 
-class FilesystemOptions(FileOptions):
-    pass
-
-
 class FilesystemConnector(Connector):
     """A directory of files (local paths). Source: bounded, reads the files present when the
     pipeline starts, in name order. Sink: Spark's file sink, which commits the files of each
@@ -85,7 +81,7 @@ class FilesystemConnector(Connector):
     name = "filesystem"
     description = "Files in a local directory (JSON lines or Parquet)"
     roles: ClassVar[frozenset[Role]] = frozenset({"source", "sink"})
-    options_model = FilesystemOptions
+    options_model = FileOptions
     formats = frozenset({"json", "parquet", "raw_string"})
     default_format = "json"
 

@@ -121,6 +121,11 @@ class PipelineRunner:
         log.info("query_started", sink=sink.name, query_id=str(query.id))
         return _Watched(spec, query, sources)
 
+    @property
+    def queries(self) -> list[StreamingQuery]:
+        """The running Spark queries, one per sink (after ``start``)."""
+        return [w.query for w in self._watched]
+
     def stop(self) -> None:
         """Ask the run to stop after in-flight batches commit (safe from signal handlers)."""
         self._stop_requested.set()
@@ -213,7 +218,7 @@ class PipelineRunner:
 def _user_message(error: StreamingQueryException) -> str:
     """The root cause a user can act on, without the JVM stack."""
     text = str(error.getMessage() if hasattr(error, "getMessage") else error)
-    for marker in ("bad data in table", "UDF", "USER_RAISED_EXCEPTION"):
+    for marker in ("bad data in table", "USER_RAISED_EXCEPTION"):
         idx = text.find(marker)
         if idx >= 0:
             line = text[idx:].splitlines()[0]

@@ -49,7 +49,7 @@ from arroyo.sql.statements import (
 from arroyo.sql.text import SourceText
 from arroyo.sql.time import DurationError, interval_us
 from arroyo.sql.types import spark_type
-from arroyo.sql.windows import WINDOW_FUNCTIONS, WindowSpec, window_name
+from arroyo.sql.windows import WindowSpec, window_name
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -141,7 +141,7 @@ class Planner:
                     self._ensure_new_name(state, stmt.name, stmt.offset)
                     planned = _Rewriter(self, state).top_level(query)
                     view = ViewSpec(stmt.name, planned.node.sql(dialect="spark"))
-                    self._analyse(state, view.sql, query)
+                    self.analyse(state, view.sql, query)
                     register_view(self.spark, view)
                     state.views.append(view)
                     state.view_windows[stmt.name] = planned.window
@@ -161,12 +161,12 @@ class Planner:
                         )
                     planned = _Rewriter(self, state).top_level(stmt.query)
                     sql_text = planned.node.sql(dialect="spark")
-                    self._analyse(state, sql_text, stmt.query)
+                    self.analyse(state, sql_text, stmt.query)
                     state.inserts.setdefault(stmt.table, []).append((sql_text, stmt.offset))
                 elif isinstance(stmt, Query):
                     planned = _Rewriter(self, state).top_level(stmt.query)
                     sql_text = planned.node.sql(dialect="spark")
-                    self._analyse(state, sql_text, stmt.query)
+                    self.analyse(state, sql_text, stmt.query)
                     name = f"select_{sum(1 for q in state.inserts if q.startswith('select_'))}"
                     state.tables[name] = _Table(
                         TableSpec(name, "stdout", "sink", {}, [], FormatSpec("json")), False
@@ -459,7 +459,7 @@ class Planner:
 
     # -- analysis --------------------------------------------------------------------------
 
-    def _analyse(self, state: _State, sql_text: str, original: exp.Expr) -> StructType:
+    def analyse(self, state: _State, sql_text: str, original: exp.Expr) -> StructType:
         """Let Spark analyse ``sql_text``; its errors become diagnostics on ``original``."""
         from pyspark.errors import AnalysisException, ParseException
 
@@ -467,9 +467,6 @@ class Planner:
             return self.spark.sql(sql_text).schema
         except (AnalysisException, ParseException) as err:
             raise _spark_diagnostic(state.text, err, original) from err
-
-    def schema_of(self, state: _State, sql_text: str, original: exp.Expr) -> StructType:
-        return self._analyse(state, sql_text, original)
 
 
 def _to_spark_sql(node: exp.Expression) -> str:
@@ -561,7 +558,7 @@ class _Rewriter:
         unique = f"{name}__cte{next(self.state.counter)}"
         planned = self.query(cte.this)
         view = ViewSpec(unique, planned.node.sql(dialect="spark"))
-        self.planner.schema_of(self.state, view.sql, cte.this)
+        self.planner.analyse(self.state, view.sql, cte.this)
         register_view(self.planner.spark, view)
         self.state.views.append(view)
         self.state.view_windows[unique] = planned.window
@@ -611,9 +608,7 @@ class _Rewriter:
                 alias = source.alias or f"__subquery{next(self.state.counter)}"
                 if not source.alias:
                     source.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
-                schema = self.planner.schema_of(
-                    self.state, planned.node.sql(dialect="spark"), source
-                )
+                schema = self.planner.analyse(self.state, planned.node.sql(dialect="spark"), source)
                 relations.append(_Relation(alias, _columns(schema), planned.window))
             else:
                 raise _error(
@@ -780,7 +775,7 @@ class _Rewriter:
         call, spec = window
         inner = select.copy()
         inner.append("expressions", exp.alias_(call.copy(), _WINDOW_HELPER))
-        schema = self.planner.schema_of(self.state, inner.sql(dialect="spark"), select)
+        schema = self.planner.analyse(self.state, inner.sql(dialect="spark"), select)
         names = [f.name for f in schema.fields if f.name != _WINDOW_HELPER]
         out_window = None
         for p in select.expressions:
@@ -839,6 +834,3 @@ def _columns(schema: StructType) -> list[tuple[str, str]]:
 
 def _has_aggregate(node: exp.Expression) -> bool:
     return any(agg.find_ancestor(exp.Window) is None for agg in node.find_all(exp.AggFunc))
-
-
-__all__ = ["WINDOW_FUNCTIONS", "Planner"]
