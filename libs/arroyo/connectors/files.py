@@ -2,15 +2,16 @@
 
 Why not Spark's own file source: a bounded table must end, and its end must push the watermark
 past every row so that open windows flush (Arroyo's semantics). Spark's file source can do
-neither; this source knows where its input ends and emits one end-of-input marker row (``_eoi``)
-after the last record, exactly once, recorded in its offsets so a restart neither repeats nor
-loses it.
+neither; this source knows where its input ends and, after the last record, emits end-of-input
+marker rows (``_eoi``), one per batch.
 
 Offsets are ``{"file": i, "pos": p, "eoi": n}``: file ``i`` of the sorted listing, byte offset
 ``p`` (JSON lines) or row index ``p`` (Parquet) inside it, and how many end-of-input batches have
-been emitted. The marker goes out in two consecutive batches: the first moves the watermark to
-the end of time, the second is a batch with data, so it runs under that watermark even where
-Spark would not schedule a no-data batch for it (stream-stream joins do not).
+been emitted. Once the input is exhausted every batch carries the marker: the first moves the
+watermark to the end of time, the next ones are batches with data, so they run under that
+watermark even where Spark would not schedule a no-data batch (stream-stream joins do not); and a
+run resumed after the end sees the end again, so it knows it is done without any state of its own.
+The runner stops the query once it has seen that.
 
 This module is imported by Spark's Python workers, so it must stay importable on its own.
 """
@@ -30,7 +31,6 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMa
 from pyspark.sql.types import StructType
 
 _CHUNK_ROWS = 65_536
-_END_OF_INPUT_BATCHES = 2
 _CONTROL = "`_source_time` TIMESTAMP, `_eoi` BOOLEAN"
 
 
@@ -77,8 +77,6 @@ class _FileReader(DataSourceStreamReader):
         return ReadMaxRows(self.max_records) if self.max_records else ReadAllAvailable()
 
     def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
-        if start["eoi"] >= _END_OF_INPUT_BATCHES:
-            return start
         files = list_files(self.path)
         file, pos = start["file"], start["pos"]
         if file >= len(files):

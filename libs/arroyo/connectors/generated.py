@@ -13,7 +13,8 @@ from arroyo.connectors.base import ReadContext
 
 
 def event_numbers(ctx: ReadContext, events_per_second: float, total: int | None) -> DataFrame:
-    """``value`` (0, 1, 2, ...) at the given rate, and ``_eoi`` after ``total`` events.
+    """``value`` (0, 1, 2, ...) at the given rate; after ``total`` events, every row is an
+    end-of-input marker (``_eoi``), so a run resumed after the end sees the end again.
 
     Normally Spark's ``rate`` source paces the events. When the run caps its batches (tests that
     stop part-way) ``rate-micro-batch`` gives fixed-size, time-independent batches instead.
@@ -36,7 +37,7 @@ def event_numbers(ctx: ReadContext, events_per_second: float, total: int | None)
     df = df.select("value")
     if total is None:
         return df.withColumn("_eoi", F.lit(False))
-    return df.filter(F.col("value") <= total).withColumn("_eoi", F.col("value") == total)
+    return df.withColumn("_eoi", F.col("value") >= total)
 
 
 def start_time_ms(state_dir: Path) -> int:

@@ -14,8 +14,8 @@ from pyspark.sql import DataFrame
 class BatchCommitLog:
     """Remembers the last batch a sink committed and how long its output was then.
 
-    A replayed batch (same id, after a crash) is skipped; a batch that crashed half-written is
-    cut back to the committed length before it is written again.
+    A replayed batch (same id, after a crash) is not written again; a batch that crashed
+    half-written is cut back to the committed length before it is written again.
     """
 
     def __init__(self, path: Path) -> None:
@@ -54,6 +54,10 @@ class FileAppender:
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         last, length = self.log.read()
         if batch_id <= last:
+            # Already written before a crash. The batch must still run to its end: its stateful
+            # operators commit their state only when the whole batch is consumed, and Spark
+            # fails the batch if they do not (STATE_STORE_COMMIT_VALIDATION_FAILED).
+            df.write.format("noop").mode("overwrite").save()
             return
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         mode = "r+b" if os.path.exists(self.path) else "wb"

@@ -8,6 +8,7 @@ micro-batch is a checkpoint: running again on the same state directory resumes a
 
 from __future__ import annotations
 
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -16,8 +17,14 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from pyspark.errors import StreamingQueryException
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming.listener import (
+    QueryIdleEvent,
+    QueryProgressEvent,
+    QueryStartedEvent,
+    QueryTerminatedEvent,
+    StreamingQueryListener,
+)
 from pyspark.sql.streaming.query import StreamingQuery
 
 from arroyo.connectors import WriteContext, connector
@@ -67,6 +74,30 @@ class _Watched:
         return self.flushed or not self.stateful
 
 
+class _ProgressListener(StreamingQueryListener):
+    """Hands every committed batch's progress to the runner, in order, none skipped.
+
+    Spark calls it on its listener bus after each batch; polling ``recentProgress`` instead would
+    re-parse up to a hundred reports per poll and could miss batches between polls."""
+
+    def __init__(self) -> None:
+        self.events: queue.Queue[Any] = queue.Queue()
+        self.arrived = threading.Event()
+
+    def onQueryStarted(self, event: QueryStartedEvent) -> None:
+        pass
+
+    def onQueryProgress(self, event: QueryProgressEvent) -> None:
+        self.events.put(event.progress)
+        self.arrived.set()
+
+    def onQueryIdle(self, event: QueryIdleEvent) -> None:
+        pass
+
+    def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:
+        pass
+
+
 class PipelineRunner:
     """Runs one program in a SparkSession. Call ``start`` then ``wait``; ``stop`` from any thread.
 
@@ -94,8 +125,10 @@ class PipelineRunner:
         self.progress = Progress()
         self._watched: list[_Watched] = []
         self._stop_requested = threading.Event()
+        self._listener = _ProgressListener()
 
     def start(self) -> None:
+        self.spark.streams.addListener(self._listener)
         self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "program.json").write_text(self.program.to_json())
         drop_temp_views(self.spark)
@@ -136,6 +169,7 @@ class PipelineRunner:
         Returns True when every query finished on its own (all input consumed and flushed).
         """
         deadline = None if timeout is None else time.monotonic() + timeout
+        graceful = False
         try:
             while True:
                 self._check_failures()
@@ -146,12 +180,13 @@ class PipelineRunner:
                     self.stop_after_batches is not None
                     and any(w.batches >= self.stop_after_batches for w in self._watched)
                 ):
+                    graceful = True
                     return False
                 if deadline is not None and time.monotonic() > deadline:
                     raise TimeoutError("pipeline did not finish in time")
-                time.sleep(_POLL_SECONDS)
+                self._await_progress(_POLL_SECONDS)
         finally:
-            self._stop_all()
+            self._stop_all(graceful)
 
     def _check_failures(self) -> None:
         for w in self._watched:
@@ -159,18 +194,33 @@ class PipelineRunner:
                 continue
             error = w.query.exception()
             if error is not None:
-                raise JobFailedError(_user_message(error)) from error
+                causes = _java_causes(w.query)
+                log.error(
+                    "query_failed",
+                    sink=w.spec.sink.name,
+                    causes=[c.splitlines()[0][:300] for c in causes],
+                )
+                raise JobFailedError(_user_message(causes)) from error
+
+    def _await_progress(self, seconds: float) -> None:
+        self._listener.arrived.wait(seconds)
+        self._listener.arrived.clear()
 
     def _poll_progress(self) -> None:
+        by_id = {str(w.query.id): w for w in self._watched}
         changed = False
-        for w in self._watched:
-            for p in w.query.recentProgress:
-                if p.batchId <= w.last_batch:
-                    continue
-                w.last_batch = p.batchId
-                w.batches += 1
-                changed = True
-                self._record(w, p)
+        while True:
+            try:
+                p = self._listener.events.get_nowait()
+            except queue.Empty:
+                break
+            w = by_id.get(str(p.id))
+            if w is None or p.batchId <= w.last_batch:
+                continue
+            w.last_batch = p.batchId
+            w.batches += 1
+            changed = True
+            self._record(w, p)
         if changed and self.on_progress:
             self.on_progress(self.progress)
 
@@ -200,27 +250,46 @@ class PipelineRunner:
             watermark=watermark,
         )
 
-    def _stop_all(self) -> None:
+    def _stop_all(self, graceful: bool) -> None:
+        """Stop every query; ``graceful`` first lets a batch in flight commit, so the stop leaves
+        a checkpoint at that batch. A batch cut short is replayed on restart anyway (every sink
+        is idempotent per batch), so the wait is bounded."""
         deadline = time.monotonic() + _GRACEFUL_STOP_SECONDS
         for w in self._watched:
-            # Let an in-flight batch commit so the stop leaves a clean checkpoint; a batch cut
-            # short is replayed on restart anyway, and every sink is idempotent per batch.
-            while (
-                w.query.isActive
-                and w.query.status.get("isTriggerActive")
-                and time.monotonic() < deadline
-            ):
-                time.sleep(_POLL_SECONDS)
+            if graceful and w.query.isActive and w.query.status.get("isTriggerActive"):
+                in_flight = w.last_batch
+                while (
+                    w.last_batch == in_flight and w.query.isActive and time.monotonic() < deadline
+                ):
+                    self._await_progress(_POLL_SECONDS)
+                    self._poll_progress()
             w.query.stop()
         self._poll_progress()
+        self.spark.streams.removeListener(self._listener)
 
 
-def _user_message(error: StreamingQueryException) -> str:
-    """The root cause a user can act on, without the JVM stack."""
-    text = str(error.getMessage() if hasattr(error, "getMessage") else error)
+def _java_causes(query: StreamingQuery) -> list[str]:
+    """The message of each exception in the JVM's cause chain, outermost first."""
+    causes: list[str] = []
+    failure = query._jsq.exception()
+    current = failure.get() if failure.isDefined() else None
+    while current is not None and len(causes) < 10:
+        causes.append(str(current.toString()))
+        current = current.getCause()
+    return causes
+
+
+def _user_message(causes: list[str]) -> str:
+    """The root cause a user can act on, without the JVM stack: a bad record or a raised error
+    when there is one, else the innermost cause's first line."""
     for marker in ("bad data in table", "USER_RAISED_EXCEPTION"):
-        idx = text.find(marker)
-        if idx >= 0:
-            line = text[idx:].splitlines()[0]
-            return line.replace("[USER_RAISED_EXCEPTION] ", "")
-    return text.splitlines()[0] if text else "streaming query failed"
+        for text in causes:
+            idx = text.find(marker)
+            if idx >= 0:
+                line = text[idx:].splitlines()[0]
+                return line.replace("[USER_RAISED_EXCEPTION] ", "")
+    for text in reversed(causes):
+        first = text.splitlines()[0] if text else ""
+        if first.strip():
+            return first.split(": ", 1)[-1] if first.startswith(("org.", "java.")) else first
+    return "streaming query failed"
