@@ -43,6 +43,7 @@ class ImpulseConnector(Connector):
     description = "Periodic counter events"
     roles: ClassVar[frozenset[Role]] = frozenset({"source"})
     options_model = ImpulseOptions
+    has_source_time = True
 
     def columns(self, options: ConnectorOptions) -> list[ColumnSpec]:
         return [

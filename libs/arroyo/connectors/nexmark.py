@@ -44,6 +44,7 @@ class NexmarkConnector(Connector):
     description = "Nexmark auction events"
     roles: ClassVar[frozenset[Role]] = frozenset({"source"})
     options_model = NexmarkOptions
+    has_source_time = True
 
     def columns(self, options: ConnectorOptions) -> list[ColumnSpec]:
         return [

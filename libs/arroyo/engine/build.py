@@ -60,11 +60,17 @@ def build_source(spark: SparkSession, table: TableSpec, settings: BuildSettings)
     for col in table.columns:
         if col.generated_sql is not None:
             df = df.withColumn(col.name, F.expr(col.generated_sql).cast(col.spark_type))
-    event = (
-        F.col(quote(table.event_time_column))
-        if table.event_time_column
-        else F.coalesce(F.col("_source_time"), F.current_timestamp())
-    )
+    if table.event_time_column:
+        event = F.col(quote(table.event_time_column))
+    elif conn.has_source_time:
+        event = F.col("_source_time")
+    else:
+        event = F.coalesce(F.col("_source_time"), F.current_timestamp())
+    if not table.bounded:
+        # Nothing ends, so none of the end-of-input machinery below is paid for.
+        df = df.withColumn(EVENT_TIME, event)
+        df = df.withWatermark(EVENT_TIME, f"{table.watermark_delay_ms} milliseconds")
+        return df.select(*[quote(c.name) for c in table.columns], EVENT_TIME)
     df = df.observe(f"{_EOI_METRIC}{table.name}", F.max(F.col("_eoi").cast("INT")).alias("eoi"))
     df = df.withColumn(EVENT_TIME, F.when(F.col("_eoi"), _end_of_time()).otherwise(event))
     df = df.withWatermark(EVENT_TIME, f"{table.watermark_delay_ms} milliseconds")

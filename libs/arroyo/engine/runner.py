@@ -174,7 +174,7 @@ class PipelineRunner:
             while True:
                 self._check_failures()
                 self._poll_progress()
-                if self._watched and all(w.done for w in self._watched):
+                if self.program.bounded and self._watched and all(w.done for w in self._watched):
                     return True
                 if self._stop_requested.is_set() or (
                     self.stop_after_batches is not None
