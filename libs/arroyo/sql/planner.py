@@ -30,6 +30,7 @@ from arroyo.connectors import connector
 from arroyo.connectors.base import Connector
 from arroyo.errors import Diagnostic, PlanningError, Span
 from arroyo.formats import FORMATS, FormatError, format_option_prefix, parse_format_options
+from arroyo.sql.functions import FunctionError, translate
 from arroyo.sql.program import (
     ColumnSpec,
     FormatSpec,
@@ -573,6 +574,10 @@ class _Rewriter:
     def _select(self, select: exp.Select) -> _Planned:
         relations = self._relations(select)
         self._expand_stars(select, relations)
+        try:
+            translate(select, lambda: self._event_time(relations))
+        except FunctionError as err:
+            raise _error("bad_function_call", str(err), _span_of(self.text, err.node)) from err
         windows = self._rewrite_windows(select, relations)
         is_aggregate = select.args.get("group") is not None or any(
             _has_aggregate(p) for p in select.expressions
