@@ -14,26 +14,26 @@ from collections.abc import Callable
 import sqlglot
 from sqlglot import exp
 
-Rewrite = Callable[[exp.Anonymous], exp.Expression]
+Rewrite = Callable[[exp.Anonymous], exp.Expr]
 
 
 class FunctionError(ValueError):
     """A function call that cannot be mapped; ``node`` is the call, for the diagnostic's span."""
 
-    def __init__(self, message: str, node: exp.Expression) -> None:
+    def __init__(self, message: str, node: exp.Expr) -> None:
         super().__init__(message)
         self.node = node
 
 
-def _spark(sql: str) -> exp.Expression:
+def _spark(sql: str) -> exp.Expr:
     return sqlglot.parse_one(sql, read="spark")
 
 
-def _call(name: str, *args: exp.Expression) -> exp.Expression:
+def _call(name: str, *args: exp.Expr) -> exp.Expr:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
-def _literal_path(node: exp.Anonymous, keys: list[exp.Expression]) -> exp.Expression:
+def _literal_path(node: exp.Anonymous, keys: list[exp.Expr]) -> exp.Expr:
     """``json_get(j, 'a', 0, 'b')`` keys as the JSONPath ``$['a'][0]['b']``."""
     path = "$"
     for key in keys:
@@ -51,26 +51,26 @@ def _literal_path(node: exp.Anonymous, keys: list[exp.Expression]) -> exp.Expres
     return exp.Literal.string(path)
 
 
-def _json_args(node: exp.Anonymous, minimum: int = 1) -> tuple[exp.Expression, exp.Expression]:
+def _json_args(node: exp.Anonymous, minimum: int = 1) -> tuple[exp.Expr, exp.Expr]:
     args = node.expressions
     if len(args) < minimum:
         raise FunctionError(f"{node.name}() takes a JSON value and keys", node)
     return args[0], _literal_path(node, args[1:])
 
 
-def _json_get(node: exp.Anonymous) -> exp.Expression:
+def _json_get(node: exp.Anonymous) -> exp.Expr:
     value, path = _json_args(node)
     return _call("get_json_object", value, path)
 
 
 def _json_get_as(spark_type: str) -> Rewrite:
-    def rewrite(node: exp.Anonymous) -> exp.Expression:
+    def rewrite(node: exp.Anonymous) -> exp.Expr:
         return exp.cast(_json_get(node), spark_type)
 
     return rewrite
 
 
-def _json_length(node: exp.Anonymous) -> exp.Expression:
+def _json_length(node: exp.Anonymous) -> exp.Expr:
     inner = _json_get(node) if len(node.expressions) > 1 else node.expressions[0]
     return exp.Coalesce(
         this=_call("json_array_length", inner.copy()),
@@ -78,7 +78,7 @@ def _json_length(node: exp.Anonymous) -> exp.Expression:
     )
 
 
-def _json_contains(node: exp.Anonymous) -> exp.Expression:
+def _json_contains(node: exp.Anonymous) -> exp.Expr:
     """True when the path exists (even holding JSON null), as Arroyo's json_contains."""
     value, _path = _json_args(node, minimum=2)
     *parent_keys, last = node.expressions[1:]
@@ -95,7 +95,7 @@ def _json_contains(node: exp.Anonymous) -> exp.Expression:
     return exp.func("coalesce", longer, exp.false())
 
 
-def _extract_json(node: exp.Anonymous) -> exp.Expression:
+def _extract_json(node: exp.Anonymous) -> exp.Expr:
     """``extract_json(j, '$.path')``: every match, as an array of JSON texts."""
     if len(node.expressions) != 2:
         raise FunctionError("extract_json() takes a JSON value and a JSONPath", node)
@@ -107,13 +107,13 @@ def _extract_json(node: exp.Anonymous) -> exp.Expression:
     )
 
 
-def _first_json(node: exp.Anonymous) -> exp.Expression:
+def _first_json(node: exp.Anonymous) -> exp.Expr:
     if len(node.expressions) != 2:
         raise FunctionError(f"{node.name}() takes a JSON value and a JSONPath", node)
     return _call("get_json_object", *[a.copy() for a in node.expressions])
 
 
-def _regexp_match(node: exp.Anonymous) -> exp.Expression:
+def _regexp_match(node: exp.Anonymous) -> exp.Expr:
     """The capture groups of the first match (the whole match when there are none), or NULL."""
     if len(node.expressions) != 2 or not isinstance(node.expressions[1], exp.Literal):
         raise FunctionError("regexp_match() takes a string and a literal pattern", node)
@@ -122,7 +122,7 @@ def _regexp_match(node: exp.Anonymous) -> exp.Expression:
     groups = sum(
         1
         for i, ch in enumerate(text)
-        if ch == "(" and (i == 0 or text[i - 1] != "\\") and text[i + 1:i + 2] != "?"
+        if ch == "(" and (i == 0 or text[i - 1] != "\\") and text[i + 1 : i + 2] != "?"
     )
     parts = [
         _call("regexp_extract", subject.copy(), pattern.copy(), exp.Literal.number(g))
@@ -135,7 +135,7 @@ def _regexp_match(node: exp.Anonymous) -> exp.Expression:
     )
 
 
-def _digest(node: exp.Anonymous) -> exp.Expression:
+def _digest(node: exp.Anonymous) -> exp.Expr:
     if len(node.expressions) != 2 or not isinstance(node.expressions[1], exp.Literal):
         raise FunctionError("digest() takes a value and a literal algorithm", node)
     value, algorithm = node.expressions
@@ -170,12 +170,12 @@ _REWRITES: dict[str, Rewrite] = {
 }
 
 
-def translate(root: exp.Expression, event_time: Callable[[], exp.Expression]) -> None:
+def translate(root: exp.Expr, event_time: Callable[[], exp.Expr]) -> None:
     """Rewrite, in place, every call under ``root`` that Spark spells differently.
 
     ``event_time`` gives the expression of the row's event time (for ``row_time()``)."""
     for node in list(root.find_all(exp.Anonymous, exp.JSONBContainsTopKey, exp.UnixToTime)):
-        replacement: exp.Expression | None = None
+        replacement: exp.Expr | None = None
         if isinstance(node, exp.JSONBContainsTopKey):
             keys = _call("json_object_keys", node.this.copy())
             replacement = exp.func(
@@ -186,7 +186,7 @@ def translate(root: exp.Expression, event_time: Callable[[], exp.Expression]) ->
             if node.args.get("scale") is None and node.args.get("format") is None:
                 micros = exp.Mul(this=node.this.copy(), expression=exp.Literal.number(1_000_000))
                 replacement = _call("timestamp_micros", exp.cast(micros, "BIGINT"))
-        else:
+        elif isinstance(node, exp.Anonymous):
             name = node.name.lower()
             if name == "row_time":
                 if node.expressions:
