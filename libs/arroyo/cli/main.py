@@ -23,6 +23,8 @@ from arroyo.sql.program import PipelineProgram
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from arroyo.udfs import UdfLibrary
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="arroyo", description="Streaming SQL on Spark")
@@ -33,7 +35,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     validate = sub.add_parser("validate", help="plan a query without running it")
     for p in (run, validate):
         p.add_argument("query", help="a .sql file, or - for standard input")
-        p.add_argument("--udfs", type=Path, help="Python file of UDFs (not supported yet)")
+        p.add_argument("--udfs", type=Path, help="a Python file of UDFs (see arroyo_udf)")
         p.add_argument("--parallelism", type=int, default=1)
     run.add_argument(
         "--state-dir",
@@ -43,15 +45,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     configure_logging(args.log_level, args.log_json)
-    if args.udfs is not None:
-        print("error: --udfs is not supported yet", file=sys.stderr)
-        return 2
     sql = sys.stdin.read() if args.query == "-" else Path(args.query).read_text()
     source_name = "<stdin>" if args.query == "-" else args.query
     try:
+        udfs = None
+        if args.udfs is not None:
+            from arroyo.udfs import load
+
+            udfs = load(args.udfs.read_text(), str(args.udfs))
         if args.command == "validate":
-            return _validate(sql, args.parallelism)
-        return _run(sql, args.parallelism, args.state_dir)
+            return _validate(sql, args.parallelism, udfs)
+        return _run(sql, args.parallelism, args.state_dir, udfs)
     except PlanningError as err:
         for d in err.diagnostics:
             print(d.render(source_name), file=sys.stderr)
@@ -61,18 +65,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def _plan(sql: str, parallelism: int) -> tuple[PipelineProgram, SparkSession]:
+def _plan(
+    sql: str, parallelism: int, udfs: UdfLibrary | None
+) -> tuple[PipelineProgram, SparkSession]:
     from arroyo.engine.session import SessionSettings, get_or_create_session
     from arroyo.sql.planner import Planner
 
     spark = get_or_create_session(SessionSettings(parallelism=parallelism))
     with tempfile.TemporaryDirectory(prefix="arroyo-plan-") as tmp:
-        program = Planner(spark, parallelism=parallelism, state_dir=Path(tmp)).plan(sql)
+        planner = Planner(spark, parallelism=parallelism, state_dir=Path(tmp), udfs=udfs)
+        program = planner.plan(sql)
     return program, spark
 
 
-def _validate(sql: str, parallelism: int) -> int:
-    program, _ = _plan(sql, parallelism)
+def _validate(sql: str, parallelism: int, udfs: UdfLibrary | None) -> int:
+    program, _ = _plan(sql, parallelism, udfs)
     print(describe(program))
     return 0
 
@@ -95,11 +102,11 @@ def describe(program: PipelineProgram) -> str:
     return "\n".join(lines)
 
 
-def _run(sql: str, parallelism: int, state_dir: Path | None) -> int:
+def _run(sql: str, parallelism: int, state_dir: Path | None, udfs: UdfLibrary | None) -> int:
     from arroyo.engine.runner import PipelineRunner, Progress
 
     started = time.monotonic()
-    program, spark = _plan(sql, parallelism)
+    program, spark = _plan(sql, parallelism, udfs)
     own_state = state_dir is None
     state = state_dir or Path(tempfile.mkdtemp(prefix="arroyo-state-"))
     live = sys.stderr.isatty()

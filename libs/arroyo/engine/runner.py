@@ -38,6 +38,9 @@ from arroyo.engine.build import (
 )
 from arroyo.errors import JobFailedError
 from arroyo.sql.program import PipelineProgram, SinkQuery
+from arroyo.udfs import UDF_ERROR
+from arroyo.udfs import load as load_udfs
+from arroyo.udfs import register as register_udfs
 
 log = structlog.get_logger(__name__)
 
@@ -132,6 +135,9 @@ class PipelineRunner:
         self.state_dir.mkdir(parents=True, exist_ok=True)
         (self.state_dir / "program.json").write_text(self.program.to_json())
         drop_temp_views(self.spark)
+        if self.program.udfs is not None:
+            library = load_udfs(self.program.udfs, self.program.udfs_path or "<udfs>")
+            register_udfs(self.spark, library)
         register(self.spark, self.program, self.settings)
         for index, spec in enumerate(self.program.queries):
             self._watched.append(self._start_query(index, spec))
@@ -282,7 +288,7 @@ def _java_causes(query: StreamingQuery) -> list[str]:
 def _user_message(causes: list[str]) -> str:
     """The root cause a user can act on, without the JVM stack: a bad record or a raised error
     when there is one, else the innermost cause's first line."""
-    for marker in ("bad data in table", "USER_RAISED_EXCEPTION"):
+    for marker in ("bad data in table", UDF_ERROR, "USER_RAISED_EXCEPTION"):
         for text in causes:
             idx = text.find(marker)
             if idx >= 0:

@@ -44,8 +44,10 @@ def _literal_path(node: exp.Anonymous, keys: list[exp.Expr]) -> exp.Expr:
                 key,
             )
         if key.is_string:
-            escaped = key.name.replace("\\", "\\\\").replace("'", "\\'")
-            path += f"['{escaped}']"
+            # Spark's JSONPath has no escapes inside a bracketed key.
+            if "'" in key.name:
+                raise FunctionError(f"{node.name}(): keys containing ' are not supported", key)
+            path += f"['{key.name}']"
         else:
             path += f"[{int(key.name)}]"
     return exp.Literal.string(path)
@@ -170,10 +172,14 @@ _REWRITES: dict[str, Rewrite] = {
 }
 
 
-def translate(root: exp.Expr, event_time: Callable[[], exp.Expr]) -> None:
+def translate(
+    root: exp.Expr, event_time: Callable[[], exp.Expr], aggregate_udfs: set[str] | None = None
+) -> None:
     """Rewrite, in place, every call under ``root`` that Spark spells differently.
 
-    ``event_time`` gives the expression of the row's event time (for ``row_time()``)."""
+    ``event_time`` gives the expression of the row's event time (for ``row_time()``);
+    ``aggregate_udfs`` are the Python UDAFs, whose ``f(x, y)`` becomes
+    ``f__udaf(collect_list(x))`` (``collect_list(struct(x, y))`` for several arguments)."""
     for node in list(root.find_all(exp.Anonymous, exp.JSONBContainsTopKey, exp.UnixToTime)):
         replacement: exp.Expr | None = None
         if isinstance(node, exp.JSONBContainsTopKey):
@@ -192,6 +198,10 @@ def translate(root: exp.Expr, event_time: Callable[[], exp.Expr]) -> None:
                 if node.expressions:
                     raise FunctionError("row_time() takes no arguments", node)
                 replacement = event_time()
+            elif aggregate_udfs and node.name in aggregate_udfs:
+                args = [a.copy() for a in node.expressions]
+                values = args[0] if len(args) == 1 else _call("struct", *args)
+                replacement = _call(f"{node.name}__udaf", exp.ArrayAgg(this=values))
             elif name in _REWRITES:
                 replacement = _REWRITES[name](node)
             elif name in _RENAMES:

@@ -51,6 +51,8 @@ from arroyo.sql.text import SourceText
 from arroyo.sql.time import DurationError, interval_us
 from arroyo.sql.types import spark_type
 from arroyo.sql.windows import WindowSpec, window_name
+from arroyo.udfs import UdfLibrary
+from arroyo.udfs import register as register_udfs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -106,11 +108,17 @@ class Planner:
     no external system is contacted)."""
 
     def __init__(
-        self, spark: SparkSession, *, parallelism: int = 1, state_dir: Path | None = None
+        self,
+        spark: SparkSession,
+        *,
+        parallelism: int = 1,
+        state_dir: Path | None = None,
+        udfs: UdfLibrary | None = None,
     ) -> None:
         self.spark = spark
         self.parallelism = parallelism
         self.state_dir = state_dir or Path("/tmp/arroyo-planning")
+        self.udfs = udfs
 
     def plan(self, sql: str) -> PipelineProgram:
         from arroyo.engine.build import (
@@ -122,6 +130,8 @@ class Planner:
 
         text, statements = parse_script(sql)
         state = _State(text)
+        if self.udfs is not None:
+            register_udfs(self.spark, self.udfs)
         settings = BuildSettings(self.state_dir, self.parallelism)
         drop_temp_views(self.spark)
         sources: list[TableSpec] = []
@@ -189,7 +199,12 @@ class Planner:
                 text.span(0),
             )
         return PipelineProgram(
-            sources=sources, views=state.views, queries=queries, parallelism=self.parallelism
+            sources=sources,
+            views=state.views,
+            queries=queries,
+            parallelism=self.parallelism,
+            udfs=self.udfs.source if self.udfs else None,
+            udfs_path=self.udfs.path if self.udfs else None,
         )
 
     # -- tables ----------------------------------------------------------------------------
@@ -575,7 +590,11 @@ class _Rewriter:
         relations = self._relations(select)
         self._expand_stars(select, relations)
         try:
-            translate(select, lambda: self._event_time(relations))
+            translate(
+                select,
+                lambda: self._event_time(relations),
+                self.planner.udfs.aggregates if self.planner.udfs else set(),
+            )
         except FunctionError as err:
             raise _error("bad_function_call", str(err), _span_of(self.text, err.node)) from err
         windows = self._rewrite_windows(select, relations)

@@ -71,6 +71,9 @@ class PipelineProgram:
     views: list[ViewSpec]
     queries: list[SinkQuery]
     parallelism: int = 1
+    # The UDF file's text and name: workers load the UDFs from the program, not from a path.
+    udfs: str | None = None
+    udfs_path: str | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -95,6 +98,8 @@ class PipelineProgram:
                 for q in raw["queries"]
             ],
             parallelism=raw["parallelism"],
+            udfs=raw.get("udfs"),
+            udfs_path=raw.get("udfs_path"),
         )
 
     @property

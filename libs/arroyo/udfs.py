@@ -1,0 +1,339 @@
+"""Python UDFs: loading a UDF file, checking signatures, registering the functions with Spark.
+
+A UDF file is plain Python using ``arroyo_udf.udf`` / ``udaf``. It may declare pip dependencies
+in an inline script metadata block (PEP 723)::
+
+    # /// script
+    # dependencies = ["humanize==4.9.0"]
+    # ///
+
+They are installed once into a directory of their own (keyed by the list, under
+``~/.cache/arroyo/udf-deps``), never into the engine's environment, and that directory is put on
+the path of the driver and of Spark's Python workers.
+
+How each kind runs:
+
+- ``@udf`` on a function: an Arrow-optimised Spark UDF (rows move in Arrow batches).
+- ``@udf`` on an ``async def``: a pandas UDF; each batch's calls run on an event loop with at most
+  ``concurrency`` in flight and ``timeout`` seconds each, results in input order.
+- ``@udaf``: the planner rewrites ``f(x)`` to ``f(collect_list(x))`` inside the aggregate, and
+  the function is called once per group (or window) with its lists of values.
+
+A call that raises fails the job with an error naming the UDF and its input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import inspect
+import re
+import subprocess
+import sys
+import tomllib
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from arroyo.errors import Diagnostic, PlanningError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+UDF_ERROR = "UDF '"
+_DEPS_CACHE = Path.home() / ".cache" / "arroyo" / "udf-deps"
+_SCRIPT_BLOCK = re.compile(r"(?m)^# /// script\s*$\n(?P<body>(?:^#(?: .*)?$\n)+?)^# ///\s*$")
+_SCALARS: dict[Any, str] = {
+    int: "BIGINT",
+    float: "DOUBLE",
+    str: "STRING",
+    bool: "BOOLEAN",
+    bytes: "BINARY",
+    dt.datetime: "TIMESTAMP",
+}
+
+
+class UdfTypeError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class UdfType:
+    spark: str
+    nullable: bool
+
+
+@dataclass
+class UdfDef:
+    name: str
+    func: Callable[..., Any]
+    kind: str  # udf | async | udaf
+    args: list[UdfType]
+    returns: UdfType
+    concurrency: int = 16
+    timeout: float = 30.0
+    line: int = 0
+
+
+@dataclass
+class UdfLibrary:
+    """The UDFs of one file, ready to register."""
+
+    source: str
+    path: str
+    udfs: dict[str, UdfDef] = field(default_factory=dict)
+    deps_dir: Path | None = None
+
+    @property
+    def aggregates(self) -> set[str]:
+        return {name for name, u in self.udfs.items() if u.kind == "udaf"}
+
+
+def annotation_type(annotation: Any) -> UdfType:
+    """The Spark type of a Python annotation (``int | None``, ``list[str]``...)."""
+    nullable = False
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        members = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(members) != 1:
+            raise UdfTypeError(f"unsupported union {annotation}")
+        nullable, annotation, origin = True, members[0], typing.get_origin(members[0])
+    if origin is list:
+        (item,) = typing.get_args(annotation) or (None,)
+        if item is None:
+            raise UdfTypeError("list needs an item type, e.g. list[int]")
+        inner = annotation_type(item)
+        return UdfType(f"ARRAY<{inner.spark}>", nullable)
+    if annotation in _SCALARS:
+        return UdfType(_SCALARS[annotation], nullable)
+    name = getattr(annotation, "__name__", str(annotation))
+    raise UdfTypeError(
+        f"unsupported type {name} (use int, float, str, bool, bytes, datetime, X | None, list[X])"
+    )
+
+
+def dependencies(source: str) -> list[str]:
+    """The ``dependencies`` of the file's ``# /// script`` block (PEP 723)."""
+    match = _SCRIPT_BLOCK.search(source)
+    if match is None:
+        return []
+    body = "\n".join(
+        line[2:] if line.startswith("# ") else "" for line in match["body"].splitlines()
+    )
+    deps = tomllib.loads(body).get("dependencies", [])
+    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+        raise UdfTypeError("'dependencies' must be a list of requirement strings")
+    return deps
+
+
+def install_dependencies(deps: list[str]) -> Path | None:
+    """Install ``deps`` into their own directory (once) and return it."""
+    if not deps:
+        return None
+    key = hashlib.sha256("\n".join(sorted(deps)).encode()).hexdigest()[:16]
+    target = _DEPS_CACHE / key
+    if (target / ".complete").exists():
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--target", str(target), *deps],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise UdfTypeError(f"installing {', '.join(deps)} failed: {result.stderr.strip()[-500:]}")
+    (target / ".complete").write_text("")
+    return target
+
+
+def load(source: str, path: str = "<udfs>") -> UdfLibrary:
+    """Execute a UDF file and check every decorated function; errors are diagnostics."""
+    from arroyo_udf import UDF_MARKER, UdfOptions
+
+    try:
+        deps_dir = install_dependencies(dependencies(source))
+    except (UdfTypeError, tomllib.TOMLDecodeError) as err:
+        raise _udf_error(path, 1, f"dependencies: {err}") from err
+    if deps_dir is not None and str(deps_dir) not in sys.path:
+        sys.path.insert(0, str(deps_dir))
+    module = types.ModuleType("arroyo_user_udfs")
+    module.__file__ = path
+    try:
+        exec(compile(source, path, "exec"), module.__dict__)
+    except Exception as err:
+        line = getattr(err, "lineno", None) or _traceback_line(err, path)
+        raise _udf_error(path, line, f"{type(err).__name__}: {err}") from err
+    library = UdfLibrary(source, path, deps_dir=deps_dir)
+    diagnostics: list[Diagnostic] = []
+    for name, func in vars(module).items():
+        options = getattr(func, UDF_MARKER, None)
+        if not isinstance(options, UdfOptions) or not callable(func):
+            continue
+        line = func.__code__.co_firstlineno if hasattr(func, "__code__") else 1
+        try:
+            library.udfs[name] = _define(name, func, options, line, module)
+        except UdfTypeError as err:
+            diagnostics.append(_udf_error(path, line, f"UDF '{name}': {err}").diagnostics[0])
+    if diagnostics:
+        raise PlanningError(diagnostics)
+    return library
+
+
+def _define(name: str, func: Any, options: Any, line: int, module: Any) -> UdfDef:
+    signature = inspect.signature(func)
+    try:
+        hints = typing.get_type_hints(func, globalns=module.__dict__)
+    except Exception as err:
+        raise UdfTypeError(f"cannot resolve its annotations: {err}") from err
+    args: list[UdfType] = []
+    for param in signature.parameters.values():
+        if param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            raise UdfTypeError(f"argument '{param.name}': only plain positional arguments")
+        if param.name not in hints:
+            raise UdfTypeError(f"argument '{param.name}' has no type annotation")
+        args.append(annotation_type(hints[param.name]))
+    if "return" not in hints:
+        raise UdfTypeError("no return type annotation")
+    returns = annotation_type(hints["return"])
+    kind = "async" if inspect.iscoroutinefunction(func) else options.kind
+    if kind == "udaf":
+        if not args:
+            raise UdfTypeError("an aggregate UDF takes at least one list argument")
+        for i, arg in enumerate(args):
+            if not arg.spark.startswith("ARRAY<"):
+                raise UdfTypeError(f"aggregate UDF argument {i + 1} must be a list[...]")
+    return UdfDef(name, func, kind, args, returns, options.concurrency, options.timeout, line)
+
+
+def _traceback_line(err: BaseException, path: str) -> int:
+    tb = err.__traceback__
+    line = 1
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _udf_error(path: str, line: int, message: str) -> PlanningError:
+    return PlanningError([Diagnostic("bad_udf", f"{path}:{line}: {message}", None)])
+
+
+# -- registration ----------------------------------------------------------------------------
+
+
+def register(spark: SparkSession, library: UdfLibrary) -> None:
+    """Register every UDF of ``library`` with ``spark`` under its own name (aggregates under
+    ``<name>__udaf``, called by the planner's rewrite)."""
+    from pyspark.sql import functions as F
+
+    if library.deps_dir is not None:
+        archive = _zip_dir(library.deps_dir)
+        spark.sparkContext.addPyFile(str(archive))
+    for name, u in library.udfs.items():
+        if u.kind == "async":
+            spark.udf.register(name, _async_udf(u))
+        elif u.kind == "udaf":
+            spark.udf.register(
+                f"{name}__udaf", F.udf(_aggregate_call(u), u.returns.spark, useArrow=True)
+            )
+        else:
+            spark.udf.register(name, F.udf(_scalar_call(u), u.returns.spark, useArrow=True))
+
+
+def _zip_dir(directory: Path) -> Path:
+    import shutil
+
+    archive = directory.with_suffix(".zip")
+    if not archive.exists():
+        shutil.make_archive(str(directory), "zip", directory)
+    return archive
+
+
+def _failure(name: str, args: tuple[Any, ...], err: BaseException) -> RuntimeError:
+    shown = ", ".join(repr(a) for a in args)
+    shown = shown if len(shown) <= 200 else shown[:200] + "..."
+    return RuntimeError(
+        f"{UDF_ERROR}{name}' failed on input ({shown}): {type(err).__name__}: {err}"
+    )
+
+
+def _plain(value: Any) -> Any:
+    """Arrow and pandas values as the plain Python values the annotations promise."""
+    if value is None:
+        return None
+    if hasattr(value, "tolist") and not isinstance(value, bytes | str):
+        return value.tolist()
+    if hasattr(value, "to_pydatetime"):
+        return value.to_pydatetime()
+    return value
+
+
+def _scalar_call(u: UdfDef) -> Callable[..., Any]:
+    func, name, strict = u.func, u.name, [not a.nullable for a in u.args]
+
+    def call(*args: Any) -> Any:
+        if any(a is None and s for a, s in zip(args, strict, strict=True)):
+            return None
+        try:
+            return func(*args)
+        except Exception as err:
+            raise _failure(name, args, err) from err
+
+    return call
+
+
+def _aggregate_call(u: UdfDef) -> Callable[..., Any]:
+    """Called with one list per argument (several arguments come zipped in structs)."""
+    func, name, width = u.func, u.name, len(u.args)
+
+    def call(values: Any) -> Any:
+        rows = list(values or [])
+        if width == 1:
+            columns: tuple[Any, ...] = (rows,)
+        else:
+            columns = tuple([r[i] for r in rows] for i in range(width))
+        try:
+            return func(*columns)
+        except Exception as err:
+            raise _failure(name, columns, err) from err
+
+    return call
+
+
+def _async_udf(u: UdfDef) -> Any:
+    import pandas as pd  # type: ignore[import-untyped]
+    from pyspark.sql.pandas.functions import pandas_udf
+
+    func, name, strict = u.func, u.name, [not a.nullable for a in u.args]
+    concurrency, timeout = u.concurrency, u.timeout
+
+    def run(*columns: pd.Series) -> pd.Series:
+        rows = list(zip(*[[_plain(v) for v in c.tolist()] for c in columns], strict=True))
+
+        async def main() -> list[Any]:
+            gate = asyncio.Semaphore(concurrency)
+
+            async def one(args: tuple[Any, ...]) -> Any:
+                if any(a is None and s for a, s in zip(args, strict, strict=True)):
+                    return None
+                async with gate:
+                    try:
+                        return await asyncio.wait_for(func(*args), timeout)
+                    except TimeoutError as err:
+                        raise _failure(
+                            name, args, TimeoutError(f"no result in {timeout} s")
+                        ) from err
+                    except Exception as err:
+                        raise _failure(name, args, err) from err
+
+            return list(await asyncio.gather(*(one(r) for r in rows)))
+
+        return pd.Series(asyncio.run(main()), dtype=object)
+
+    return pandas_udf(run, u.returns.spark)  # type: ignore[call-overload]
