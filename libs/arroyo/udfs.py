@@ -89,8 +89,9 @@ class UdfLibrary:
     deps_dir: Path | None = None
 
     @property
-    def aggregates(self) -> set[str]:
-        return {name for name, u in self.udfs.items() if u.kind == "udaf"}
+    def kinds(self) -> dict[str, bool]:
+        """Each UDF's name, and whether it is an aggregate."""
+        return {name: u.kind == "udaf" for name, u in self.udfs.items()}
 
 
 def annotation_type(annotation: Any) -> UdfType:
@@ -228,22 +229,23 @@ def _udf_error(path: str, line: int, message: str) -> PlanningError:
 
 
 def register(spark: SparkSession, library: UdfLibrary) -> None:
-    """Register every UDF of ``library`` with ``spark`` under its own name (aggregates under
-    ``<name>__udaf``, called by the planner's rewrite)."""
+    """Register every UDF of ``library`` with ``spark`` under the name the planner's rewrite
+    calls (``arroyo.sql.functions.udf_function_name``)."""
     from pyspark.sql import functions as F
+
+    from arroyo.sql.functions import udf_function_name
 
     if library.deps_dir is not None:
         archive = _zip_dir(library.deps_dir)
         spark.sparkContext.addPyFile(str(archive))
     for name, u in library.udfs.items():
         if u.kind == "async":
-            spark.udf.register(name, _async_udf(u))
+            function = _async_udf(u)
         elif u.kind == "udaf":
-            spark.udf.register(
-                f"{name}__udaf", F.udf(_aggregate_call(u), u.returns.spark, useArrow=True)
-            )
+            function = F.udf(_aggregate_call(u), u.returns.spark, useArrow=True)
         else:
-            spark.udf.register(name, F.udf(_scalar_call(u), u.returns.spark, useArrow=True))
+            function = F.udf(_scalar_call(u), u.returns.spark, useArrow=True)
+        spark.udf.register(udf_function_name(name), function)
 
 
 def _zip_dir(directory: Path) -> Path:
@@ -309,11 +311,12 @@ def _aggregate_call(u: UdfDef) -> Callable[..., Any]:
 def _async_udf(u: UdfDef) -> Any:
     import pandas as pd  # type: ignore[import-untyped]
     from pyspark.sql.pandas.functions import pandas_udf
+    from pyspark.util import PythonEvalType
 
     func, name, strict = u.func, u.name, [not a.nullable for a in u.args]
     concurrency, timeout = u.concurrency, u.timeout
 
-    def run(*columns: pd.Series) -> pd.Series:
+    def run(*columns: Any) -> Any:
         rows = list(zip(*[[_plain(v) for v in c.tolist()] for c in columns], strict=True))
 
         async def main() -> list[Any]:
@@ -336,4 +339,5 @@ def _async_udf(u: UdfDef) -> Any:
 
         return pd.Series(asyncio.run(main()), dtype=object)
 
-    return pandas_udf(run, u.returns.spark)  # type: ignore[call-overload]
+    # The signature (varargs) cannot be inferred from hints: say it is a scalar pandas UDF.
+    return pandas_udf(run, u.returns.spark, PythonEvalType.SQL_SCALAR_PANDAS_UDF)

@@ -288,7 +288,9 @@ def _java_causes(query: StreamingQuery) -> list[str]:
 def _user_message(causes: list[str]) -> str:
     """The root cause a user can act on, without the JVM stack: a bad record or a raised error
     when there is one, else the innermost cause's first line."""
-    for marker in ("bad data in table", UDF_ERROR, "USER_RAISED_EXCEPTION"):
+    # A query's exception message ends with its plan, which quotes the markers too: cut it.
+    causes = [c.split("\n=== Streaming Query ===")[0] for c in causes]
+    for marker in (UDF_ERROR, "bad data in table", "USER_RAISED_EXCEPTION"):
         for text in causes:
             idx = text.find(marker)
             if idx >= 0:

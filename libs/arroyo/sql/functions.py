@@ -172,14 +172,23 @@ _REWRITES: dict[str, Rewrite] = {
 }
 
 
+def udf_function_name(name: str) -> str:
+    """The name a Python UDF is registered under in Spark."""
+    return f"__udf_{name}"
+
+
 def translate(
-    root: exp.Expr, event_time: Callable[[], exp.Expr], aggregate_udfs: set[str] | None = None
+    root: exp.Expr,
+    event_time: Callable[[], exp.Expr],
+    udfs: dict[str, bool] | None = None,
 ) -> None:
     """Rewrite, in place, every call under ``root`` that Spark spells differently.
 
     ``event_time`` gives the expression of the row's event time (for ``row_time()``);
-    ``aggregate_udfs`` are the Python UDAFs, whose ``f(x, y)`` becomes
-    ``f__udaf(collect_list(x))`` (``collect_list(struct(x, y))`` for several arguments)."""
+    ``udfs`` maps the names of Python UDFs to whether each is an aggregate. A call ``f(x)`` becomes
+    the registered ``__udf_f(x)`` (so that no Spark built-in can shadow a UDF), and an aggregate's
+    ``f(x, y)`` becomes ``__udf_f(collect_list(struct(x, y)))`` (``collect_list(x)`` for one
+    argument)."""
     for node in list(root.find_all(exp.Anonymous, exp.JSONBContainsTopKey, exp.UnixToTime)):
         replacement: exp.Expr | None = None
         if isinstance(node, exp.JSONBContainsTopKey):
@@ -198,10 +207,12 @@ def translate(
                 if node.expressions:
                     raise FunctionError("row_time() takes no arguments", node)
                 replacement = event_time()
-            elif aggregate_udfs and node.name in aggregate_udfs:
+            elif udfs and node.name in udfs:
                 args = [a.copy() for a in node.expressions]
-                values = args[0] if len(args) == 1 else _call("struct", *args)
-                replacement = _call(f"{node.name}__udaf", exp.ArrayAgg(this=values))
+                if udfs[node.name]:
+                    values = args[0] if len(args) == 1 else _call("struct", *args)
+                    args = [exp.ArrayAgg(this=values)]
+                replacement = _call(udf_function_name(node.name), *args)
             elif name in _REWRITES:
                 replacement = _REWRITES[name](node)
             elif name in _RENAMES:

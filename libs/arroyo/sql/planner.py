@@ -593,7 +593,7 @@ class _Rewriter:
             translate(
                 select,
                 lambda: self._event_time(relations),
-                self.planner.udfs.aggregates if self.planner.udfs else set(),
+                self.planner.udfs.kinds if self.planner.udfs else None,
             )
         except FunctionError as err:
             raise _error("bad_function_call", str(err), _span_of(self.text, err.node)) from err

@@ -1,0 +1,144 @@
+"""Python UDFs end to end: loaded from a file, planned, run on Spark over a bounded input."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from arroyo.engine.runner import PipelineRunner
+from arroyo.errors import JobFailedError, PlanningError
+from arroyo.sql.planner import Planner
+from arroyo.udfs import UdfLibrary, load
+from tests.sql.harness import INPUTS, read_output
+
+HERE = Path(__file__).parent
+EVENTS = [json.loads(line) for line in (INPUTS / "events.json").read_text().splitlines()]
+
+SOURCE = f"""
+CREATE TABLE events (id BIGINT NOT NULL, "user" TEXT, amount DOUBLE, ts TIMESTAMP NOT NULL,
+                     WATERMARK FOR ts)
+WITH (connector = 'single_file', path = '{INPUTS / "events.json"}', format = 'json',
+      type = 'source');
+"""
+
+
+@pytest.fixture(scope="module")
+def library() -> UdfLibrary:
+    return load((HERE / "example_udfs.py").read_text(), "example_udfs.py")
+
+
+def run(
+    spark: SparkSession, tmp_path: Path, library: UdfLibrary | None, select: str
+) -> list[dict[str, Any]]:
+    out = tmp_path / "out.json"
+    sql = (
+        SOURCE
+        + f"CREATE TABLE out WITH (connector = 'single_file', path = '{out}', type = 'sink');\n"
+        + f"INSERT INTO out {select};"
+    )
+    program = Planner(spark, state_dir=tmp_path, udfs=library).plan(sql)
+    runner = PipelineRunner(spark, program, tmp_path / "state")
+    runner.start()
+    assert runner.wait(timeout=300)
+    return read_output(out)
+
+
+@pytest.mark.spark
+def test_scalar_udfs(spark: SparkSession, tmp_path: Path, library: UdfLibrary) -> None:
+    rows = run(
+        spark,
+        tmp_path,
+        library,
+        'SELECT id, double(id) AS d, shout("user") AS s, plural(kind) AS p, minute_of(ts) AS m, '
+        "tags(id) AS t, slow_square(id) AS sq FROM (SELECT *, 'click' AS kind FROM events)",
+    )
+    by_id = {r["id"]: r for r in rows}
+    assert sorted(by_id) == [e["id"] for e in EVENTS]
+    for e in EVENTS:
+        minute = dt.datetime.fromisoformat(e["ts"]).minute
+        assert by_id[e["id"]] == {
+            "id": e["id"],
+            "d": 2 * e["id"],
+            "s": e["user"].upper() + "!",
+            "p": "clicks",  # from the UDF file's own dependency, not the engine's environment
+            "m": minute,
+            "t": [f"t{i}" for i in range(e["id"] % 3)],
+            "sq": e["id"] ** 2,
+        }
+
+
+@pytest.mark.spark
+def test_aggregate_udfs_per_window(
+    spark: SparkSession, tmp_path: Path, library: UdfLibrary
+) -> None:
+    rows = run(
+        spark,
+        tmp_path,
+        library,
+        "SELECT window.start AS start, spread, w "
+        "FROM (SELECT tumble(interval '1 minute') AS window, spread(amount) AS spread, "
+        "weighted(amount, id) AS w FROM events GROUP BY window) AS t",
+    )
+    windows: dict[str, list[dict[str, Any]]] = {}
+    for e in EVENTS:
+        start = dt.datetime.fromisoformat(e["ts"]).replace(second=0).isoformat()
+        windows.setdefault(start, []).append(e)
+    expected = {}
+    for start, members in windows.items():
+        amounts = [m["amount"] for m in members]
+        total = sum(m["id"] for m in members)
+        w = sum(m["amount"] * m["id"] for m in members) / total if total else None
+        expected[start] = (max(amounts) - min(amounts), w)
+    got = {r["start"]: (r["spread"], r["w"]) for r in rows}
+    assert got.keys() == expected.keys()
+    for start, (spread, w) in expected.items():
+        assert got[start][0] == pytest.approx(spread)
+        assert got[start][1] == pytest.approx(w) if w is not None else got[start][1] is None
+
+
+@pytest.mark.spark
+def test_a_raising_udf_fails_the_job_naming_it_and_the_input(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    udfs = tmp_path / "bad.py"
+    udfs.write_text(
+        "from arroyo_udf import udf\n\n@udf\ndef inverse(x: int) -> float:\n    return 1 / x\n"
+    )
+    library = load(udfs.read_text(), str(udfs))
+    with pytest.raises(JobFailedError) as caught:
+        run(spark, tmp_path, library, "SELECT inverse(id) AS r FROM events")
+    assert "UDF 'inverse' failed on input (0)" in caught.value.message
+    assert "ZeroDivisionError" in caught.value.message
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("@udf\ndef f(x) -> int:\n    return 1\n", "argument 'x' has no type annotation"),
+        ("@udf\ndef f(x: int):\n    return 1\n", "no return type annotation"),
+        ("@udf\ndef f(x: dict) -> int:\n    return 1\n", "unsupported type dict"),
+        ("@udf\ndef f(*xs: int) -> int:\n    return 1\n", "only plain positional arguments"),
+        ("@udaf\ndef f(x: int) -> int:\n    return 1\n", "argument 1 must be a list"),
+        ("@udf\ndef f(x: int) -> int\n", "SyntaxError"),
+    ],
+)
+def test_bad_udf_files_are_diagnostics(source: str, message: str) -> None:
+    text = "from arroyo_udf import udaf, udf\n\n" + source
+    with pytest.raises(PlanningError) as caught:
+        load(text, "u.py")
+    rendered = caught.value.diagnostics[0].message
+    assert rendered.startswith("u.py:")
+    assert message in rendered
+
+
+@pytest.mark.spark
+def test_validate_with_udfs_names_unknown_functions(spark: SparkSession, tmp_path: Path) -> None:
+    sql = SOURCE + "SELECT no_such_udf(id) FROM events;"
+    with pytest.raises(PlanningError) as caught:
+        Planner(spark, state_dir=tmp_path).plan(sql)
+    assert caught.value.diagnostics[0].code == "unknown_function"
