@@ -68,5 +68,23 @@ def _plain(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def replay_changes(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The table that debezium change records describe, applied in order. Fails on a record
+    whose ``before`` is not a current row, or a create of a row that exists, so the before-images
+    are checked as well as the end result."""
+    current: Counter[str] = Counter()
+    for i, rec in enumerate(records):
+        before, after, op = rec["before"], rec["after"], rec["op"]
+        assert (before is None) == (op == "c"), f"record {i}: {rec}"
+        assert (after is None) == (op == "d"), f"record {i}: {rec}"
+        if before is not None:
+            key = json.dumps(before, sort_keys=True)
+            assert current[key] > 0, f"record {i} changes a row that is not there: {rec}"
+            current[key] -= 1
+        if after is not None:
+            current[json.dumps(after, sort_keys=True)] += 1
+    return [json.loads(k) for k, n in current.items() for _ in range(n)]
+
+
 def as_multiset(rows: list[dict[str, Any]]) -> Counter[str]:
     return Counter(json.dumps(r, sort_keys=True) for r in rows)

@@ -118,7 +118,13 @@ CASES = [
         19,
     ),
     ("syntax_error", "SELECT id FROM src WHERE (id > ;", "syntax_error", 4, None),
-    ("updating_aggregate", "SELECT count(*) FROM src;", "updating_unsupported", 4, 8),
+    (
+        "updating_into_json_sink",
+        "INSERT INTO out SELECT count(*) FROM src;",
+        "updating_into_append_sink",
+        4,
+        13,
+    ),
     (
         "missing_type",
         "CREATE TABLE f (a TEXT) WITH (connector = 'single_file', path = '/x');\nSELECT * FROM f;",

@@ -9,9 +9,10 @@ the light services can list and validate connectors without a JVM.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -91,6 +92,9 @@ class Connector(ABC):
     # processing time, which Spark treats as non-deterministic: it keeps filters above it, out
     # of reach of the optimizer's simplifications (a 10x slower nexmark query, measured).
     has_source_time: ClassVar[bool] = False
+    # Sinks that can write an updating result (debezium change records, computed by the
+    # engine) say so and implement ``line_writer``.
+    takes_updates: ClassVar[bool] = False
 
     def parse_options(self, raw: dict[str, str]) -> ConnectorOptions:
         return self.options_model.model_validate(raw)
@@ -107,6 +111,19 @@ class Connector(ABC):
 
     def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
         raise ConnectorError(f"connector '{self.name}' cannot be written to")
+
+    def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
+        """Writes encoded records given per batch (for updating results)."""
+        raise ConnectorError(f"connector '{self.name}' cannot write updating results")
+
+
+class LineWriter(Protocol):
+    """Writes one micro-batch's encoded records; a batch id written before is not written
+    again (``committed``), so a replayed batch never duplicates output."""
+
+    def committed(self, batch_id: int) -> bool: ...
+
+    def write(self, batch_id: int, lines: Iterable[bytes]) -> None: ...
 
 
 class SinkOnlyConnector(Connector, ABC):

@@ -9,6 +9,7 @@ from pydantic import Field
 from arroyo.connectors.base import (
     Connector,
     ConnectorOptions,
+    LineWriter,
     NoOptions,
     ReadContext,
     SinkOnlyConnector,
@@ -54,6 +55,7 @@ class SingleFileConnector(Connector):
     options_model = FileOptions
     formats = frozenset({"json", "debezium_json", "raw_string", "raw_bytes"})
     default_format = "json"
+    takes_updates = True
 
     def bounded(self, options: ConnectorOptions) -> bool:
         return True
@@ -69,6 +71,13 @@ class SingleFileConnector(Connector):
             str(table.options["path"]), BatchCommitLog(ctx.state_dir / "committed.json")
         )
         return encode(df, table).writeStream.foreachBatch(appender)
+
+    def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
+        from arroyo.connectors.sinks import BatchCommitLog, FileAppender
+
+        return FileAppender(
+            str(table.options["path"]), BatchCommitLog(ctx.state_dir / "committed.json")
+        )
 
 
 class FilesystemConnector(Connector):
@@ -111,12 +120,18 @@ class StdoutConnector(SinkOnlyConnector):
     options_model = NoOptions
     formats = frozenset({"json", "debezium_json", "raw_string"})
     default_format = "json"
+    takes_updates = True
 
     def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
         from arroyo.connectors.sinks import StdoutPrinter
         from arroyo.formats.codec import encode
 
         return encode(df, table).writeStream.foreachBatch(StdoutPrinter())
+
+    def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
+        from arroyo.connectors.sinks import StdoutPrinter
+
+        return StdoutPrinter()
 
 
 class BlackholeConnector(SinkOnlyConnector):

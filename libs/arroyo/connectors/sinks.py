@@ -44,27 +44,39 @@ def lines_of(df: DataFrame) -> Iterable[bytes]:
         ) + b"\n"
 
 
+def consume(df: DataFrame) -> None:
+    """Run a batch to its end without writing it anywhere.
+
+    A batch that was already written before a crash must still run: its stateful operators
+    commit their state only when the whole batch is consumed, and Spark fails the batch if they
+    do not (STATE_STORE_COMMIT_VALIDATION_FAILED)."""
+    df.write.format("noop").mode("overwrite").save()
+
+
 class FileAppender:
-    """foreachBatch function appending one line per row to a single file."""
+    """Appends one line per row to a single file (a foreachBatch function, or a LineWriter)."""
 
     def __init__(self, path: str, log: BatchCommitLog) -> None:
         self.path = path
         self.log = log
 
+    def committed(self, batch_id: int) -> bool:
+        return batch_id <= self.log.read()[0]
+
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        last, length = self.log.read()
-        if batch_id <= last:
-            # Already written before a crash. The batch must still run to its end: its stateful
-            # operators commit their state only when the whole batch is consumed, and Spark
-            # fails the batch if they do not (STATE_STORE_COMMIT_VALIDATION_FAILED).
-            df.write.format("noop").mode("overwrite").save()
+        if self.committed(batch_id):
+            consume(df)
             return
+        self.write(batch_id, lines_of(df))
+
+    def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
+        _, length = self.log.read()
         Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         mode = "r+b" if os.path.exists(self.path) else "wb"
         with open(self.path, mode) as f:
             f.truncate(length)
             f.seek(length)
-            for line in lines_of(df):
+            for line in lines:
                 f.write(line)
             f.flush()
             os.fsync(f.fileno())
@@ -73,10 +85,16 @@ class FileAppender:
 
 
 class StdoutPrinter:
-    """foreachBatch function printing one line per row."""
+    """Prints one line per row (a foreachBatch function, or a LineWriter). At least once."""
+
+    def committed(self, batch_id: int) -> bool:
+        return False
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        self.write(batch_id, lines_of(df))
+
+    def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
         out = sys.stdout.buffer
-        for line in lines_of(df):
+        for line in lines:
             out.write(line)
         out.flush()

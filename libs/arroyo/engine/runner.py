@@ -36,6 +36,7 @@ from arroyo.engine.build import (
     is_end_of_time,
     register,
 )
+from arroyo.engine.changelog import Changelog
 from arroyo.errors import JobFailedError
 from arroyo.sql.program import PipelineProgram, SinkQuery
 from arroyo.udfs import UDF_ERROR
@@ -149,7 +150,19 @@ class PipelineRunner:
         df = self.spark.sql(spec.sql)
         sources = end_of_input_sources(df)
         query_dir = self.state_dir / "queries" / f"{index}-{sink.name}"
-        writer = conn.write(WriteContext(self.spark, query_dir / "sink"), df, sink)
+        context = WriteContext(self.spark, query_dir / "sink")
+        if spec.output_mode == "update":
+            assert spec.key_columns is not None
+            changelog = Changelog(
+                query_dir / "sink" / "changelog.sqlite",
+                conn.line_writer(context, sink),
+                [c.name for c in sink.columns if c.physical],
+                spec.key_columns,
+                spec.keep_column,
+            )
+            writer = df.writeStream.foreachBatch(changelog)
+        else:
+            writer = conn.write(context, df, sink)
         query = (
             writer.option("checkpointLocation", str(query_dir / "checkpoint"))
             .outputMode(spec.output_mode)

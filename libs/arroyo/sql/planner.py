@@ -60,6 +60,10 @@ if TYPE_CHECKING:
 
 EVENT_TIME = "_timestamp"
 _WINDOW_HELPER = "__arroyo_window"
+# On an updating result: whether the row (still) qualifies. A HAVING, or a WHERE over updating
+# input, becomes this column instead of a filter, so that the sink sees a row stop qualifying and
+# writes a delete; Spark's filter would silently drop the change.
+KEEP = "__arroyo_keep"
 _COMMON_OPTIONS = {"connector", "type", "format", "bad_data"}
 
 
@@ -74,6 +78,7 @@ class _Relation:
     alias: str
     columns: list[tuple[str, str]]  # (name, spark type) including _timestamp when present
     window: tuple[str, WindowSpec] | None
+    updating: list[str] | None = None  # key columns, when the relation is an updating result
 
     @property
     def has_event_time(self) -> bool:
@@ -86,6 +91,7 @@ class _Planned:
 
     node: exp.Query
     window: tuple[str, WindowSpec] | None = None
+    updating: list[str] | None = None  # key columns of an updating result
 
 
 @dataclass
@@ -94,7 +100,9 @@ class _State:
     tables: dict[str, _Table] = field(default_factory=dict)
     views: list[ViewSpec] = field(default_factory=list)
     view_windows: dict[str, tuple[str, WindowSpec] | None] = field(default_factory=dict)
+    view_updating: dict[str, list[str] | None] = field(default_factory=dict)
     inserts: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    updating_inserts: dict[str, list[str]] = field(default_factory=dict)
     counter: itertools.count[int] = field(default_factory=itertools.count)
     settings: dict[str, str] = field(default_factory=dict)
 
@@ -156,6 +164,7 @@ class Planner:
                     register_view(self.spark, view)
                     state.views.append(view)
                     state.view_windows[stmt.name] = planned.window
+                    state.view_updating[stmt.name] = planned.updating
                 elif isinstance(stmt, Insert):
                     target = state.tables.get(stmt.table)
                     if target is None:
@@ -173,15 +182,21 @@ class Planner:
                     planned = _Rewriter(self, state).top_level(stmt.query)
                     sql_text = planned.node.sql(dialect="spark")
                     self.analyse(state, sql_text, stmt.query)
+                    if planned.updating is not None:
+                        self._check_updating_sink(state, target.spec, stmt.offset)
+                        state.updating_inserts[stmt.table] = planned.updating
                     state.inserts.setdefault(stmt.table, []).append((sql_text, stmt.offset))
                 elif isinstance(stmt, Query):
                     planned = _Rewriter(self, state).top_level(stmt.query)
                     sql_text = planned.node.sql(dialect="spark")
                     self.analyse(state, sql_text, stmt.query)
                     name = f"select_{sum(1 for q in state.inserts if q.startswith('select_'))}"
+                    fmt = "json" if planned.updating is None else "debezium_json"
                     state.tables[name] = _Table(
-                        TableSpec(name, "stdout", "sink", {}, [], FormatSpec("json")), False
+                        TableSpec(name, "stdout", "sink", {}, [], FormatSpec(fmt)), False
                     )
+                    if planned.updating is not None:
+                        state.updating_inserts[name] = planned.updating
                     state.inserts[name] = [(sql_text, stmt.offset)]
                 elif isinstance(stmt, SetOption):
                     state.settings[stmt.key] = stmt.value
@@ -441,9 +456,18 @@ class Planner:
         spec = table.spec
         selects = []
         columns = spec.columns
+        keys = state.updating_inserts.get(name)
+        if keys is not None and len(inserts) > 1:
+            raise _error(
+                "updating_union",
+                f"'{name}' takes an updating result; it cannot take other inserts too",
+                state.text.span(inserts[1][1]),
+            )
+        keep = False
         for sql_text, offset in inserts:
             schema = self.spark.sql(sql_text).schema
-            fields = [f for f in schema.fields if f.name != EVENT_TIME]
+            keep = keep or KEEP in schema.fieldNames()
+            fields = [f for f in schema.fields if f.name not in (EVENT_TIME, KEEP)]
             if not columns:
                 columns = [
                     ColumnSpec(f.name, f.dataType.simpleString(), f.nullable) for f in fields
@@ -459,6 +483,8 @@ class Planner:
                 f"CAST(`{f.name}` AS {c.spark_type}) AS `{c.name}`"
                 for f, c in zip(fields, writable, strict=True)
             )
+            if KEEP in schema.fieldNames():
+                casts += f", `{KEEP}`"
             selects.append(f"SELECT {casts} FROM ({sql_text}) AS `__insert`")
         spec = TableSpec(
             spec.name,
@@ -471,7 +497,41 @@ class Planner:
             spec.watermark_delay_ms,
             spec.bounded,
         )
-        return SinkQuery(spec, " UNION ALL ".join(selects))
+        if keys is None:
+            return SinkQuery(spec, " UNION ALL ".join(selects))
+        # The keys are named as the query names them; the sink may rename columns by position.
+        names = [f.name for f in self.spark.sql(inserts[0][0]).schema.fields]
+        renamed = {
+            n: c.name
+            for n, c in zip(
+                [n for n in names if n not in (EVENT_TIME, KEEP)], columns, strict=False
+            )
+        }
+        return SinkQuery(
+            spec,
+            selects[0],
+            output_mode="update",
+            key_columns=[renamed.get(k, k) for k in keys],
+            keep_column=KEEP if keep else None,
+        )
+
+    def _check_updating_sink(self, state: _State, sink: TableSpec, offset: int) -> None:
+        if sink.format is None or sink.format.name != "debezium_json":
+            raise _error(
+                "updating_into_append_sink",
+                f"this query gives an updating result (rows change as input arrives), which "
+                f"'{sink.name}' cannot write as format "
+                f"'{sink.format.name if sink.format else 'none'}'; "
+                f"use format = 'debezium_json'",
+                state.text.span(offset),
+            )
+        conn = connector(sink.connector)
+        if conn is None or not conn.takes_updates:
+            raise _error(
+                "updating_unsupported_sink",
+                f"connector '{sink.connector}' cannot write updating results yet",
+                state.text.span(offset),
+            )
 
     # -- analysis --------------------------------------------------------------------------
 
@@ -554,13 +614,19 @@ class _Rewriter:
                 )
             left = self.query(query.left)
             right = self.query(query.right)
+            if left.updating is not None or right.updating is not None:
+                raise _error(
+                    "updating_union",
+                    "UNION ALL of updating results is not supported",
+                    _span_of(self.text, query),
+                )
             query.set("this", left.node)
             query.set("expression", right.node)
             return _Planned(query, left.window)
         if isinstance(query, exp.Subquery):
             inner = self.query(query.this)
             query.set("this", inner.node)
-            return _Planned(query, inner.window)
+            return _Planned(query, inner.window, inner.updating)
         if not isinstance(query, exp.Select):
             raise _error(
                 "unsupported_query", f"unsupported query: {query.key}", _span_of(self.text, query)
@@ -578,6 +644,7 @@ class _Rewriter:
         register_view(self.planner.spark, view)
         self.state.views.append(view)
         self.state.view_windows[unique] = planned.window
+        self.state.view_updating[unique] = planned.updating
         for table in query.find_all(exp.Table):
             if table.name == name and not table.args.get("db"):
                 alias = table.alias or name
@@ -606,13 +673,19 @@ class _Rewriter:
         grouped_window = self._grouped_input_window(select, relations)
         if grouped_window is not None:
             return self._windowed_aggregate(select, grouped_window)
-        if is_aggregate:
+        updating_inputs = [r for r in relations if r.updating is not None]
+        if updating_inputs and (is_aggregate or len(relations) > 1):
+            what = "an aggregate" if is_aggregate else "a join"
             raise _error(
-                "updating_unsupported",
-                "aggregates without a window (updating results) are not supported "
-                "yet; group by tumble(...), hop(...) or session(...)",
+                "updating_input",
+                f"{what} over an updating result is not supported; "
+                f"aggregate or join the input before it is updated",
                 _span_of(self.text, select),
             )
+        if is_aggregate:
+            return self._updating_aggregate(select, relations)
+        if updating_inputs:
+            return self._updating_projection(select, updating_inputs[0])
         return self._projection(select, relations)
 
     def _relations(self, select: exp.Select) -> list[_Relation]:
@@ -633,7 +706,9 @@ class _Rewriter:
                 if not source.alias:
                     source.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
                 schema = self.planner.analyse(self.state, planned.node.sql(dialect="spark"), source)
-                relations.append(_Relation(alias, _columns(schema), planned.window))
+                relations.append(
+                    _Relation(alias, _columns(schema), planned.window, planned.updating)
+                )
             else:
                 raise _error(
                     "unsupported_query",
@@ -653,7 +728,12 @@ class _Rewriter:
         from arroyo.engine.build import quote
 
         schema = self.planner.spark.table(quote(name)).schema
-        return _Relation(table.alias_or_name, _columns(schema), self.state.view_windows.get(name))
+        return _Relation(
+            table.alias_or_name,
+            _columns(schema),
+            self.state.view_windows.get(name),
+            self.state.view_updating.get(name),
+        )
 
     def _expand_stars(self, select: exp.Select, relations: list[_Relation]) -> None:
         expanded: list[exp.Expression] = []
@@ -821,6 +901,50 @@ class _Rewriter:
             ),
         ).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias))))
         return _Planned(outer, out_window)
+
+    def _updating_aggregate(self, select: exp.Select, relations: list[_Relation]) -> _Planned:
+        """A GROUP BY without a window (or a global aggregate): one row per key, changing as
+        input arrives. The keys are the selected non-aggregate columns."""
+        if len(relations) > 1:
+            raise _error(
+                "updating_join",
+                "an aggregate over a join without a window is not supported; "
+                "window both inputs the same way",
+                _span_of(self.text, select),
+            )
+        keys = [
+            p.alias_or_name
+            for p in select.expressions
+            if not _has_aggregate(p) and p.alias_or_name != EVENT_TIME
+        ]
+        having = select.args.get("having")
+        if having is not None:
+            select.set("having", None)
+            select.append("expressions", exp.alias_(having.this.copy(), KEEP))
+        return _Planned(select, None, keys)
+
+    def _updating_projection(self, select: exp.Select, input_: _Relation) -> _Planned:
+        """A projection over an updating result: updating too, keyed the same way; its WHERE
+        joins the input's qualification."""
+        assert input_.updating is not None
+        names = [p.alias_or_name for p in select.expressions]
+        for key in input_.updating:
+            if key not in names:
+                raise _error(
+                    "updating_key_dropped",
+                    f"the updating input is keyed by '{key}', which this query must select",
+                    _span_of(self.text, select),
+                )
+        conditions: list[exp.Expression] = []
+        if any(name == KEEP for name, _ in input_.columns):
+            conditions.append(exp.column(KEEP, table=input_.alias))
+        where = select.args.get("where")
+        if where is not None:
+            select.set("where", None)
+            conditions.append(exp.Coalesce(this=where.this.copy(), expressions=[exp.false()]))
+        if conditions and KEEP not in names:
+            select.append("expressions", exp.alias_(exp.and_(*conditions), KEEP))
+        return _Planned(select, None, list(input_.updating))
 
     def _projection(self, select: exp.Select, relations: list[_Relation]) -> _Planned:
         names = {p.alias_or_name for p in select.expressions}

@@ -63,6 +63,10 @@ class SinkQuery:
     sink: TableSpec
     sql: str
     output_mode: Literal["append", "update"] = "append"
+    # Updating results: the columns that identify a row, and the column (if any) that says
+    # whether the row still qualifies.
+    key_columns: list[str] | None = None
+    keep_column: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +98,13 @@ class PipelineProgram:
             sources=[table(s) for s in raw["sources"]],
             views=[ViewSpec(**v) for v in raw["views"]],
             queries=[
-                SinkQuery(sink=table(q["sink"]), sql=q["sql"], output_mode=q["output_mode"])
+                SinkQuery(
+                    sink=table(q["sink"]),
+                    sql=q["sql"],
+                    output_mode=q["output_mode"],
+                    key_columns=q.get("key_columns"),
+                    keep_column=q.get("keep_column"),
+                )
                 for q in raw["queries"]
             ],
             parallelism=raw["parallelism"],

@@ -1,0 +1,75 @@
+"""Updating results as change records: the sequence for one key, and what is refused."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from arroyo.engine.runner import PipelineRunner
+from arroyo.errors import PlanningError
+from arroyo.sql.planner import Planner
+from tests.sql.harness import QUERIES, render
+
+
+@pytest.mark.spark
+def test_a_key_is_created_updated_then_deleted_when_it_stops_qualifying(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.json"
+    sql = render(QUERIES / "updating_having.sql", out)
+    program = Planner(spark, state_dir=tmp_path).plan(sql)
+    runner = PipelineRunner(spark, program, tmp_path / "state", max_records_per_batch=4)
+    runner.start()
+    assert runner.wait(timeout=300)
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    clicks = [r for r in records if (r["before"] or r["after"])["kind"] == "click"]
+    assert clicks[0] == {"before": None, "after": {"kind": "click", "n": clicks[0]["after"]["n"]},
+                         "op": "c"}  # fmt: skip
+    assert {r["op"] for r in clicks[1:-1]} == {"u"}
+    for prev, rec in zip(clicks, clicks[1:], strict=False):
+        assert rec["before"] == prev["after"]
+        if rec["after"] is not None:
+            assert rec["after"]["n"] > rec["before"]["n"]
+    assert clicks[-1]["op"] == "d"
+    assert clicks[-1]["before"]["n"] == 19
+
+
+SRC = """CREATE TABLE src (k TEXT, v BIGINT) WITH (connector = 'single_file',
+  path = '/nonexistent/in.json', format = 'json', type = 'source');
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    ("sql", "code"),
+    [
+        (
+            "CREATE TABLE o WITH (connector = 'single_file', path = '/x.json', type = 'sink');\n"
+            "INSERT INTO o SELECT k, count(*) FROM src GROUP BY k;",
+            "updating_into_append_sink",
+        ),
+        (
+            "CREATE TABLE o WITH (connector = 'single_file', path = '/x.json', type = 'sink', "
+            "format = 'debezium_json');\nINSERT INTO o SELECT k, count(*) FROM src GROUP BY k;\n"
+            "INSERT INTO o SELECT k, sum(v) FROM src GROUP BY k;",
+            "updating_union",
+        ),
+        (
+            "CREATE VIEW c AS SELECT k, count(*) AS n FROM src GROUP BY k;\n"
+            "SELECT n, count(*) FROM c GROUP BY n;",
+            "updating_input",
+        ),
+        (
+            "CREATE VIEW c AS SELECT k, count(*) AS n FROM src GROUP BY k;\nSELECT n FROM c;",
+            "updating_key_dropped",
+        ),
+    ],
+    ids=["json_sink", "two_inserts", "aggregate_of_updating", "key_dropped"],
+)
+def test_refused_updating_queries(spark: SparkSession, tmp_path: Path, sql: str, code: str) -> None:
+    with pytest.raises(PlanningError) as caught:
+        Planner(spark, state_dir=tmp_path).plan(SRC + sql)
+    assert [d.code for d in caught.value.diagnostics] == [code]
