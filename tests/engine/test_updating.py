@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
@@ -29,7 +30,7 @@ def test_a_key_is_created_updated_then_deleted_when_it_stops_qualifying(
     assert clicks[0] == {"before": None, "after": {"kind": "click", "n": clicks[0]["after"]["n"]},
                          "op": "c"}  # fmt: skip
     assert {r["op"] for r in clicks[1:-1]} == {"u"}
-    for prev, rec in zip(clicks, clicks[1:], strict=False):
+    for prev, rec in itertools.pairwise(clicks):
         assert rec["before"] == prev["after"]
         if rec["after"] is not None:
             assert rec["after"]["n"] > rec["before"]["n"]
