@@ -119,6 +119,21 @@ CASES = [
     ),
     ("syntax_error", "SELECT id FROM src WHERE (id > ;", "syntax_error", 4, None),
     (
+        "row_number_over_unwindowed_input",
+        "INSERT INTO out SELECT id, ROW_NUMBER() OVER (PARTITION BY name ORDER BY id) FROM src;",
+        "window_function_input",
+        4,
+        28,
+    ),
+    (
+        "row_number_not_partitioned_by_window",
+        "INSERT INTO out SELECT c, ROW_NUMBER() OVER (ORDER BY c) FROM (SELECT tumble("
+        "interval '1 minute') AS w, count(*) AS c FROM src GROUP BY w) AS t;",
+        "window_function_partition",
+        4,
+        27,
+    ),
+    (
         "updating_into_json_sink",
         "INSERT INTO out SELECT count(*) FROM src;",
         "updating_into_append_sink",

@@ -140,6 +140,12 @@ class BlackholeConnector(SinkOnlyConnector):
     name = "blackhole"
     description = "Discards rows"
     options_model = NoOptions
+    takes_updates = True
 
     def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
         return df.writeStream.format("noop")
+
+    def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
+        from arroyo.connectors.sinks import Discard
+
+        return Discard()

@@ -98,3 +98,14 @@ class StdoutPrinter:
         for line in lines:
             out.write(line)
         out.flush()
+
+
+class Discard:
+    """A LineWriter that computes every record and keeps none (the blackhole sink)."""
+
+    def committed(self, batch_id: int) -> bool:
+        return False
+
+    def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
+        for _ in lines:
+            pass

@@ -37,6 +37,7 @@ from arroyo.engine.build import (
     register,
 )
 from arroyo.engine.changelog import Changelog
+from arroyo.engine.per_batch import PerBatchQuery
 from arroyo.errors import JobFailedError
 from arroyo.sql.program import PipelineProgram, SinkQuery
 from arroyo.udfs import UDF_ERROR
@@ -161,6 +162,12 @@ class PipelineRunner:
                 spec.keep_column,
             )
             writer = df.writeStream.foreachBatch(changelog)
+        elif spec.batch_sql is not None:
+            assert spec.batch_view is not None
+            per_batch = PerBatchQuery(
+                spec.batch_view, spec.batch_sql, sink, conn.line_writer(context, sink)
+            )
+            writer = df.writeStream.foreachBatch(per_batch)
         else:
             writer = conn.write(context, df, sink)
         query = (

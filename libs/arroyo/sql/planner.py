@@ -79,6 +79,7 @@ class _Relation:
     columns: list[tuple[str, str]]  # (name, spark type) including _timestamp when present
     window: tuple[str, WindowSpec] | None
     updating: list[str] | None = None  # key columns, when the relation is an updating result
+    batch_input: str | None = None  # see _Planned
 
     @property
     def has_event_time(self) -> bool:
@@ -92,6 +93,10 @@ class _Planned:
     node: exp.Query
     window: tuple[str, WindowSpec] | None = None
     updating: list[str] | None = None  # key columns of an updating result
+    # Set when the query must run per micro-batch (window functions such as ROW_NUMBER, which
+    # Spark cannot run on a stream): the streaming view that feeds it. The query reads that
+    # view's batch as ``<view>__batch``.
+    batch_input: str | None = None
 
 
 @dataclass
@@ -103,6 +108,7 @@ class _State:
     view_updating: dict[str, list[str] | None] = field(default_factory=dict)
     inserts: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     updating_inserts: dict[str, list[str]] = field(default_factory=dict)
+    batch_inserts: dict[str, str] = field(default_factory=dict)
     counter: itertools.count[int] = field(default_factory=itertools.count)
     settings: dict[str, str] = field(default_factory=dict)
 
@@ -185,6 +191,9 @@ class Planner:
                     if planned.updating is not None:
                         self._check_updating_sink(state, target.spec, stmt.offset)
                         state.updating_inserts[stmt.table] = planned.updating
+                    if planned.batch_input is not None:
+                        self._check_batch_sink(state, target.spec, stmt.offset)
+                        state.batch_inserts[stmt.table] = planned.batch_input
                     state.inserts.setdefault(stmt.table, []).append((sql_text, stmt.offset))
                 elif isinstance(stmt, Query):
                     planned = _Rewriter(self, state).top_level(stmt.query)
@@ -197,6 +206,8 @@ class Planner:
                     )
                     if planned.updating is not None:
                         state.updating_inserts[name] = planned.updating
+                    if planned.batch_input is not None:
+                        state.batch_inserts[name] = planned.batch_input
                     state.inserts[name] = [(sql_text, stmt.offset)]
                 elif isinstance(stmt, SetOption):
                     state.settings[stmt.key] = stmt.value
@@ -457,7 +468,7 @@ class Planner:
         selects = []
         columns = spec.columns
         keys = state.updating_inserts.get(name)
-        if keys is not None and len(inserts) > 1:
+        if (keys is not None or name in state.batch_inserts) and len(inserts) > 1:
             raise _error(
                 "updating_union",
                 f"'{name}' takes an updating result; it cannot take other inserts too",
@@ -497,6 +508,14 @@ class Planner:
             spec.watermark_delay_ms,
             spec.bounded,
         )
+        batch_input = state.batch_inserts.get(name)
+        if batch_input is not None:
+            return SinkQuery(
+                spec,
+                f"SELECT * FROM {quote_name(batch_input)}",
+                batch_sql=selects[0],
+                batch_view=batch_view_name(batch_input),
+            )
         if keys is None:
             return SinkQuery(spec, " UNION ALL ".join(selects))
         # The keys are named as the query names them; the sink may rename columns by position.
@@ -515,8 +534,19 @@ class Planner:
             keep_column=KEEP if keep else None,
         )
 
+    def _check_batch_sink(self, state: _State, sink: TableSpec, offset: int) -> None:
+        conn = connector(sink.connector)
+        if conn is None or not conn.takes_updates:
+            raise _error(
+                "window_function_sink",
+                f"connector '{sink.connector}' cannot take the result of a window function yet",
+                state.text.span(offset),
+            )
+
     def _check_updating_sink(self, state: _State, sink: TableSpec, offset: int) -> None:
-        if sink.format is None or sink.format.name != "debezium_json":
+        conn = connector(sink.connector)
+        takes_any = conn is not None and not conn.formats  # blackhole
+        if not takes_any and (sink.format is None or sink.format.name != "debezium_json"):
             raise _error(
                 "updating_into_append_sink",
                 f"this query gives an updating result (rows change as input arrives), which "
@@ -525,7 +555,6 @@ class Planner:
                 f"use format = 'debezium_json'",
                 state.text.span(offset),
             )
-        conn = connector(sink.connector)
         if conn is None or not conn.takes_updates:
             raise _error(
                 "updating_unsupported_sink",
@@ -614,6 +643,12 @@ class _Rewriter:
                 )
             left = self.query(query.left)
             right = self.query(query.right)
+            if left.batch_input is not None or right.batch_input is not None:
+                raise _error(
+                    "window_function_union",
+                    "UNION ALL of window-function results is not supported",
+                    _span_of(self.text, query),
+                )
             if left.updating is not None or right.updating is not None:
                 raise _error(
                     "updating_union",
@@ -626,7 +661,7 @@ class _Rewriter:
         if isinstance(query, exp.Subquery):
             inner = self.query(query.this)
             query.set("this", inner.node)
-            return _Planned(query, inner.window, inner.updating)
+            return _Planned(query, inner.window, inner.updating, inner.batch_input)
         if not isinstance(query, exp.Select):
             raise _error(
                 "unsupported_query", f"unsupported query: {query.key}", _span_of(self.text, query)
@@ -664,10 +699,23 @@ class _Rewriter:
             )
         except FunctionError as err:
             raise _error("bad_function_call", str(err), _span_of(self.text, err.node)) from err
-        windows = self._rewrite_windows(select, relations)
         is_aggregate = select.args.get("group") is not None or any(
             _has_aggregate(p) for p in select.expressions
         )
+        batch_inputs = [r for r in relations if r.batch_input is not None]
+        if batch_inputs:
+            if is_aggregate or len(relations) > 1:
+                raise _error(
+                    "window_function_input",
+                    "only projections and filters can follow a window function such as "
+                    "ROW_NUMBER()",
+                    _span_of(self.text, select),
+                )
+            return _Planned(select, None, None, batch_inputs[0].batch_input)
+        over = [w for w in select.find_all(exp.Window) if w.find_ancestor(exp.Select) is select]
+        if over:
+            return self._per_window_ranking(select, relations, over)
+        windows = self._rewrite_windows(select, relations)
         if windows is not None:
             return self._windowed_aggregate(select, windows)
         grouped_window = self._grouped_input_window(select, relations)
@@ -707,7 +755,13 @@ class _Rewriter:
                     source.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
                 schema = self.planner.analyse(self.state, planned.node.sql(dialect="spark"), source)
                 relations.append(
-                    _Relation(alias, _columns(schema), planned.window, planned.updating)
+                    _Relation(
+                        alias,
+                        _columns(schema),
+                        planned.window,
+                        planned.updating,
+                        planned.batch_input,
+                    )
                 )
             else:
                 raise _error(
@@ -902,6 +956,62 @@ class _Rewriter:
         ).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias))))
         return _Planned(outer, out_window)
 
+    def _per_window_ranking(
+        self, select: exp.Select, relations: list[_Relation], over: list[exp.Window]
+    ) -> _Planned:
+        """ROW_NUMBER() / RANK() / DENSE_RANK() OVER (PARTITION BY window ...) over windowed
+        input. Every row of a window is emitted in the same micro-batch (the one in which the
+        watermark passes its end), so ranking each batch ranks each window completely: the
+        query runs per batch, over the batch of its (streaming) input."""
+        span = _span_of(self.text, over[0])
+        if len(relations) != 1 or relations[0].window is None or relations[0].updating:
+            raise _error(
+                "window_function_input",
+                "window functions such as ROW_NUMBER() need windowed input: the result of a "
+                "GROUP BY tumble(...), hop(...) or session(...), partitioned by its window",
+                span,
+            )
+        relation = relations[0]
+        assert relation.window is not None
+        window_column = relation.window[0]
+        for w in over:
+            parts = w.args.get("partition_by") or []
+            if not any(isinstance(p, exp.Column) and p.name == window_column for p in parts):
+                raise _error(
+                    "window_function_partition",
+                    f"a window function over windowed input must be partitioned by its window "
+                    f"column: PARTITION BY {window_column}",
+                    _span_of(self.text, w) or span,
+                )
+        from_ = select.args.get("from_") or select.args.get("from")
+        assert from_ is not None
+        source = from_.this
+        if isinstance(source, exp.Subquery):
+            view = f"__ranked_input{next(self.state.counter)}"
+            self._add_view(view, source.this.sql(dialect="spark"), source.this, relation)
+        else:
+            assert isinstance(source, exp.Table)
+            view = source.name
+        batch = self.planner.spark.table(quote_name(view)).schema
+        self.planner.spark.createDataFrame([], batch).createOrReplaceTempView(batch_view_name(view))
+        source.replace(
+            exp.Table(
+                this=exp.to_identifier(batch_view_name(view)),
+                alias=exp.TableAlias(this=exp.to_identifier(relation.alias)),
+            )
+        )
+        return _Planned(select, None, None, view)
+
+    def _add_view(self, name: str, sql: str, original: exp.Expr, relation: _Relation) -> None:
+        from arroyo.engine.build import register_view
+
+        view = ViewSpec(name, sql)
+        self.planner.analyse(self.state, view.sql, original)
+        register_view(self.planner.spark, view)
+        self.state.views.append(view)
+        self.state.view_windows[name] = relation.window
+        self.state.view_updating[name] = relation.updating
+
     def _updating_aggregate(self, select: exp.Select, relations: list[_Relation]) -> _Planned:
         """A GROUP BY without a window (or a global aggregate): one row per key, changing as
         input arrives. The keys are the selected non-aggregate columns."""
@@ -974,6 +1084,15 @@ class _Rewriter:
                     window = (p.alias_or_name, spec)
                     break
         return _Planned(select, window)
+
+
+def quote_name(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def batch_view_name(view: str) -> str:
+    """The name under which a streaming view's micro-batch is seen by per-batch queries."""
+    return f"{view}__batch"
 
 
 def _columns(schema: StructType) -> list[tuple[str, str]]:

@@ -67,6 +67,10 @@ class SinkQuery:
     # whether the row still qualifies.
     key_columns: list[str] | None = None
     keep_column: str | None = None
+    # Queries that run per micro-batch (window functions): ``sql`` is the streaming input,
+    # registered for each batch as ``batch_view``, which ``batch_sql`` reads.
+    batch_sql: str | None = None
+    batch_view: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +108,8 @@ class PipelineProgram:
                     output_mode=q["output_mode"],
                     key_columns=q.get("key_columns"),
                     keep_column=q.get("keep_column"),
+                    batch_sql=q.get("batch_sql"),
+                    batch_view=q.get("batch_view"),
                 )
                 for q in raw["queries"]
             ],

@@ -1,0 +1,33 @@
+"""Queries that run per micro-batch: window functions (ROW_NUMBER, RANK...) over windowed input.
+
+Spark runs no ranking window function on a stream. Over windowed input it does not need to: a
+window's rows all leave its aggregate in the micro-batch in which the watermark passes the
+window's end, so ranking each batch ranks each window whole. The streaming query produces the
+windowed rows; this foreachBatch function registers each batch under the name the planned query
+reads and runs that query as a batch query, then writes its rows through the sink.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+
+from arroyo.connectors.base import LineWriter
+from arroyo.connectors.sinks import consume, lines_of
+from arroyo.formats.codec import encode
+from arroyo.sql.program import TableSpec
+
+
+class PerBatchQuery:
+    def __init__(self, view: str, sql: str, sink: TableSpec, writer: LineWriter) -> None:
+        self.view = view
+        self.sql = sql
+        self.sink = sink
+        self.writer = writer
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        if self.writer.committed(batch_id):
+            consume(df)
+            return
+        df.createOrReplaceTempView(self.view)
+        result = df.sparkSession.sql(self.sql)
+        self.writer.write(batch_id, lines_of(encode(result, self.sink)))
