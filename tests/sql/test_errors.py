@@ -134,6 +134,20 @@ CASES = [
         27,
     ),
     (
+        "unwindowed_left_join",
+        "INSERT INTO out SELECT a.id FROM src AS a LEFT JOIN src AS b ON a.id = b.id;",
+        "unwindowed_outer_join",
+        4,
+        None,
+    ),
+    (
+        "unwindowed_join_without_equality",
+        "INSERT INTO out SELECT a.id FROM src AS a JOIN src AS b ON a.id < b.id;",
+        "join_without_equality",
+        4,
+        None,
+    ),
+    (
         "updating_into_json_sink",
         "INSERT INTO out SELECT count(*) FROM src;",
         "updating_into_append_sink",

@@ -189,9 +189,17 @@ def translate(
     the registered ``__udf_f(x)`` (so that no Spark built-in can shadow a UDF), and an aggregate's
     ``f(x, y)`` becomes ``__udf_f(collect_list(struct(x, y)))`` (``collect_list(x)`` for one
     argument)."""
-    for node in list(root.find_all(exp.Anonymous, exp.JSONBContainsTopKey, exp.UnixToTime)):
+    nodes = root.find_all(exp.Anonymous, exp.JSONBContainsTopKey, exp.UnixToTime, exp.Count)
+    for node in list(nodes):
         replacement: exp.Expr | None = None
-        if isinstance(node, exp.JSONBContainsTopKey):
+        if isinstance(node, exp.Count):
+            distinct = node.this
+            if isinstance(distinct, exp.Distinct) and node.find_ancestor(exp.Window) is None:
+                # Spark runs no DISTINCT aggregate on a stream; a set of the values is one.
+                values = distinct.expressions
+                value = values[0].copy() if len(values) == 1 else _call("struct", *values)
+                replacement = _call("size", _call("collect_set", value))
+        elif isinstance(node, exp.JSONBContainsTopKey):
             keys = _call("json_object_keys", node.this.copy())
             replacement = exp.func(
                 "coalesce", _call("array_contains", keys, node.expression.copy()), exp.false()
@@ -210,8 +218,8 @@ def translate(
             elif udfs and node.name in udfs:
                 args = [a.copy() for a in node.expressions]
                 if udfs[node.name]:
-                    values = args[0] if len(args) == 1 else _call("struct", *args)
-                    args = [exp.ArrayAgg(this=values)]
+                    listed = args[0] if len(args) == 1 else _call("struct", *args)
+                    args = [exp.ArrayAgg(this=listed)]
                 replacement = _call(udf_function_name(node.name), *args)
             elif name in _REWRITES:
                 replacement = _REWRITES[name](node)

@@ -734,7 +734,35 @@ class _Rewriter:
             return self._updating_aggregate(select, relations)
         if updating_inputs:
             return self._updating_projection(select, updating_inputs[0])
+        if len(relations) > 1 and not all(r.window for r in relations):
+            self._check_unwindowed_joins(select)
         return self._projection(select, relations)
+
+    def _check_unwindowed_joins(self, select: exp.Select) -> None:
+        """Joins without windows keep both sides' rows to match later rows: only inner
+        equi-joins can do that (an outer join would have to retract its NULL-padded rows)."""
+        for join in select.args.get("joins") or []:
+            side = (join.args.get("side") or "").upper()
+            if side in ("LEFT", "RIGHT", "FULL"):
+                raise _error(
+                    "unwindowed_outer_join",
+                    f"a {side} JOIN needs both inputs windowed the same way; "
+                    f"without windows only inner joins are supported",
+                    _span_of(self.text, join),
+                )
+            on = join.args.get("on")
+            equalities = [
+                eq
+                for eq in (on.find_all(exp.EQ) if on is not None else [])
+                if isinstance(eq.this, exp.Column) and isinstance(eq.expression, exp.Column)
+            ]
+            if not equalities and not join.args.get("using"):
+                raise _error(
+                    "join_without_equality",
+                    "a join without windows needs an equality between the inputs' columns "
+                    "(ON a.k = b.k)",
+                    _span_of(self.text, join),
+                )
 
     def _relations(self, select: exp.Select) -> list[_Relation]:
         sources: list[exp.Expression] = []
