@@ -67,8 +67,26 @@ SRC = """CREATE TABLE src (k TEXT, v BIGINT) WITH (connector = 'single_file',
             "CREATE VIEW c AS SELECT k, count(*) AS n FROM src GROUP BY k;\nSELECT n FROM c;",
             "updating_key_dropped",
         ),
+        (
+            "CREATE TABLE cdc (k TEXT, v BIGINT) WITH (connector = 'single_file', "
+            "path = '/cdc.json', format = 'debezium_json', type = 'source');",
+            "changelog_needs_primary_key",
+        ),
+        (
+            "CREATE TABLE cdc (k TEXT PRIMARY KEY, v BIGINT) WITH (connector = 'single_file', "
+            "path = '/cdc.json', format = 'debezium_json', type = 'source');\n"
+            "SELECT count(*) FROM cdc;",
+            "updating_input",
+        ),
     ],
-    ids=["json_sink", "two_inserts", "aggregate_of_updating", "key_dropped"],
+    ids=[
+        "json_sink",
+        "two_inserts",
+        "aggregate_of_updating",
+        "key_dropped",
+        "changelog_without_key",
+        "aggregate_of_changelog",
+    ],
 )
 def test_refused_updating_queries(spark: SparkSession, tmp_path: Path, sql: str, code: str) -> None:
     with pytest.raises(PlanningError) as caught:

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from arroyo.connectors import ReadContext, connector
 from arroyo.formats.codec import decode
-from arroyo.sql.program import PipelineProgram, TableSpec, ViewSpec
+from arroyo.sql.program import KEEP, PipelineProgram, TableSpec, ViewSpec
 
 EVENT_TIME = "_timestamp"
 # The end-of-input marker's event time: later than any real event, so the watermark derived from
@@ -66,11 +66,13 @@ def build_source(spark: SparkSession, table: TableSpec, settings: BuildSettings)
         event = F.col("_source_time")
     else:
         event = F.coalesce(F.col("_source_time"), F.current_timestamp())
+    # A changelog source's rows say whether they (still) exist: see arroyo.engine.changelog.
+    names = [c.name for c in table.columns] + ([KEEP] if table.is_changelog else [])
     if not table.bounded:
         # Nothing ends, so none of the end-of-input machinery below is paid for.
         df = df.withColumn(EVENT_TIME, event)
         df = df.withWatermark(EVENT_TIME, f"{table.watermark_delay_ms} milliseconds")
-        return df.select(*[quote(c.name) for c in table.columns], EVENT_TIME)
+        return df.select(*[quote(n) for n in names], EVENT_TIME)
     df = df.observe(f"{_EOI_METRIC}{table.name}", F.max(F.col("_eoi").cast("INT")).alias("eoi"))
     df = df.withColumn(EVENT_TIME, F.when(F.col("_eoi"), _end_of_time()).otherwise(event))
     df = df.withWatermark(EVENT_TIME, f"{table.watermark_delay_ms} milliseconds")
@@ -80,7 +82,7 @@ def build_source(spark: SparkSession, table: TableSpec, settings: BuildSettings)
     # a WHERE on a column), where they would drop the end-of-input marker before the watermark
     # sees it; a column that depends on the event time cannot be filtered there.
     return df.filter(real).select(
-        *[F.when(real, F.col(quote(c.name))).alias(c.name) for c in table.columns], EVENT_TIME
+        *[F.when(real, F.col(quote(n))).alias(n) for n in names], EVENT_TIME
     )
 
 

@@ -152,7 +152,8 @@ class PipelineRunner:
         sources = end_of_input_sources(df)
         query_dir = self.state_dir / "queries" / f"{index}-{sink.name}"
         context = WriteContext(self.spark, query_dir / "sink")
-        if spec.output_mode == "update":
+        if spec.output_mode == "update" and conn.formats:
+            # Change records for a sink that writes them (a blackhole takes the rows as they are).
             assert spec.key_columns is not None
             changelog = Changelog(
                 query_dir / "sink" / "changelog.sqlite",

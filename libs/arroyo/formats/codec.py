@@ -43,6 +43,8 @@ def decode(df: DataFrame, table: TableSpec) -> DataFrame:
         return df.select(F.col("value").cast(target).alias(physical[0].name), *passthrough)
     if fmt not in ("json", "debezium_json"):
         return df
+    if fmt == "debezium_json":
+        return _decode_debezium(df, table, physical, passthrough)
     opts = _json_options(table)
     if opts.unstructured:
         return df.select(F.col("value").cast("STRING").alias(physical[0].name), *passthrough)
@@ -70,6 +72,36 @@ def decode(df: DataFrame, table: TableSpec) -> DataFrame:
             bad = bad | F.col(f"_parsed.`{col.name}`").isNull()
     bad = bad & ~F.col("_eoi")
     out = out.select(*selected, bad.alias("_bad"), "_raw", *passthrough)
+    return apply_bad_data(out, table)
+
+
+def _decode_debezium(
+    df: DataFrame, table: TableSpec, physical: list[ColumnSpec], passthrough: list[str]
+) -> DataFrame:
+    """Change records in: ``c``/``r``/``u`` give the row after, ``d`` the row before with
+    ``__arroyo_keep`` false (the row no longer exists)."""
+    row = ", ".join(f"`{c.name}` {c.spark_type}" for c in physical)
+    schema = f"before STRUCT<{row}>, after STRUCT<{row}>, op STRING, `{CORRUPT}` STRING"
+    text = F.col("value").cast("STRING")
+    parsed = F.from_json(
+        text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+    ).alias("_parsed")
+    out = df.select(parsed, text.alias("_raw"), *passthrough)
+    op = F.col("_parsed.op")
+    deleted = op == "d"
+    image = F.when(deleted, F.col("_parsed.before")).otherwise(F.col("_parsed.after"))
+    selected = [image.getField(c.name).alias(c.name) for c in physical]
+    bad = (
+        F.col("_parsed").isNull()
+        | F.col(f"_parsed.`{CORRUPT}`").isNotNull()
+        | ~F.coalesce(op.isin("c", "r", "u", "d"), F.lit(False))
+        | image.isNull()
+    )
+    for key in table.primary_key:
+        bad = bad | image.getField(key).isNull()
+    bad = bad & ~F.col("_eoi")
+    keep = (~deleted).alias("__arroyo_keep")
+    out = out.select(*selected, keep, bad.alias("_bad"), "_raw", *passthrough)
     return apply_bad_data(out, table)
 
 

@@ -32,6 +32,7 @@ from arroyo.errors import Diagnostic, PlanningError, Span
 from arroyo.formats import FORMATS, FormatError, format_option_prefix, parse_format_options
 from arroyo.sql.functions import FunctionError, translate
 from arroyo.sql.program import (
+    KEEP,
     ColumnSpec,
     FormatSpec,
     PipelineProgram,
@@ -60,10 +61,6 @@ if TYPE_CHECKING:
 
 EVENT_TIME = "_timestamp"
 _WINDOW_HELPER = "__arroyo_window"
-# On an updating result: whether the row (still) qualifies. A HAVING, or a WHERE over updating
-# input, becomes this column instead of a filter, so that the sink sees a row stop qualifying and
-# writes a delete; Spark's filter would silently drop the change.
-KEEP = "__arroyo_keep"
 _COMMON_OPTIONS = {"connector", "type", "format", "bad_data"}
 
 
@@ -157,6 +154,8 @@ class Planner:
                     state.tables[stmt.name] = table
                     if table.spec.role == "source":
                         sources.append(table.spec)
+                        if table.spec.is_changelog:
+                            state.view_updating[stmt.name] = table.spec.primary_key
                         build_source(self.spark, table.spec, settings).createOrReplaceTempView(
                             table.spec.name
                         )
@@ -284,7 +283,15 @@ class Planner:
             event_time_column=event_time,
             watermark_delay_ms=delay,
             bounded=conn.bounded(parsed),
+            primary_key=list(stmt.primary_key),
         )
+        if spec.is_changelog and not spec.primary_key:
+            raise _error(
+                "changelog_needs_primary_key",
+                f"'{stmt.name}' reads debezium change records, which are matched by key: "
+                f"declare its PRIMARY KEY",
+                text.span(stmt.offset),
+            )
         return _Table(spec, declared_columns=bool(stmt.columns))
 
     def _role(
@@ -507,6 +514,7 @@ class Planner:
             spec.event_time_column,
             spec.watermark_delay_ms,
             spec.bounded,
+            spec.primary_key,
         )
         batch_input = state.batch_inserts.get(name)
         if batch_input is not None:
@@ -836,7 +844,7 @@ class _Rewriter:
             qualify = len(relations) > 1
             for rel in targets:
                 for name, _ in rel.columns:
-                    if name != EVENT_TIME:
+                    if name not in (EVENT_TIME, KEEP):
                         expanded.append(
                             exp.column(name, table=rel.alias if qualify else None, quoted=True)
                         )

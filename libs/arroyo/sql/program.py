@@ -35,6 +35,12 @@ class FormatSpec:
     bad_data: BadData = "fail"
 
 
+# On an updating result, and on the rows of a changelog source: whether the row (still)
+# qualifies. A HAVING, a WHERE over updating input, or a debezium delete sets it false, so that
+# the sink writes a delete where Spark would silently drop the row.
+KEEP = "__arroyo_keep"
+
+
 @dataclass(frozen=True, slots=True)
 class TableSpec:
     """A connector table as a source or a sink of this pipeline."""
@@ -48,6 +54,16 @@ class TableSpec:
     event_time_column: str | None = None
     watermark_delay_ms: int = 1000
     bounded: bool = False
+    primary_key: list[str] = field(default_factory=list)
+
+    @property
+    def is_changelog(self) -> bool:
+        """A source of debezium change records: an updating table keyed by its primary key."""
+        return (
+            self.role == "source"
+            and self.format is not None
+            and (self.format.name == "debezium_json")
+        )
 
 
 @dataclass(frozen=True, slots=True)
