@@ -148,6 +148,21 @@ CASES = [
         None,
     ),
     (
+        "memory_table_written_twice",
+        "CREATE TABLE m (id BIGINT);\nINSERT INTO m SELECT id FROM src;\n"
+        "INSERT INTO m SELECT id FROM src;",
+        "memory_table_written_twice",
+        6,
+        13,
+    ),
+    (
+        "memory_table_read_before_write",
+        "CREATE TABLE m (id BIGINT);\nINSERT INTO out SELECT id FROM m;",
+        "memory_table_read_before_write",
+        5,
+        None,
+    ),
+    (
         "updating_into_json_sink",
         "INSERT INTO out SELECT count(*) FROM src;",
         "updating_into_append_sink",

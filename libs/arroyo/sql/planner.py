@@ -106,6 +106,9 @@ class _State:
     inserts: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     updating_inserts: dict[str, list[str]] = field(default_factory=dict)
     batch_inserts: dict[str, str] = field(default_factory=dict)
+    # Memory tables (no connector): their declared columns, and whether they were written.
+    memory: dict[str, list[ColumnSpec]] = field(default_factory=dict)
+    memory_written: set[str] = field(default_factory=set)
     counter: itertools.count[int] = field(default_factory=itertools.count)
     settings: dict[str, str] = field(default_factory=dict)
 
@@ -149,7 +152,13 @@ class Planner:
         diagnostics: list[Diagnostic] = []
         for stmt in statements:
             try:
-                if isinstance(stmt, CreateTable) and stmt.as_query is None:
+                if (
+                    isinstance(stmt, CreateTable)
+                    and stmt.as_query is None
+                    and not any(o.key == "connector" for o in stmt.options)
+                ):
+                    self._memory_table(state, stmt)
+                elif isinstance(stmt, CreateTable) and stmt.as_query is None:
                     table = self._table(state, stmt)
                     state.tables[stmt.name] = table
                     if table.spec.role == "source":
@@ -170,6 +179,8 @@ class Planner:
                     state.views.append(view)
                     state.view_windows[stmt.name] = planned.window
                     state.view_updating[stmt.name] = planned.updating
+                elif isinstance(stmt, Insert) and stmt.table in state.memory:
+                    self._write_memory_table(state, stmt)
                 elif isinstance(stmt, Insert):
                     target = state.tables.get(stmt.table)
                     if target is None:
@@ -234,20 +245,68 @@ class Planner:
 
     # -- tables ----------------------------------------------------------------------------
 
+    def _memory_table(self, state: _State, stmt: CreateTable) -> None:
+        """A table with no connector: written once by an INSERT, then read like a view."""
+        self._ensure_new_name(state, stmt.name, stmt.offset)
+        if stmt.options:
+            raise _error(
+                "missing_option",
+                f"table '{stmt.name}' has options but no connector: add connector = ..., or "
+                f"drop the WITH clause for a memory table",
+                state.text.span(stmt.offset),
+            )
+        if not stmt.columns:
+            raise _error(
+                "memory_table_columns",
+                f"memory table '{stmt.name}' must declare its columns",
+                state.text.span(stmt.offset),
+            )
+        state.memory[stmt.name] = [
+            ColumnSpec(c.name, spark_type(c.type), c.nullable) for c in stmt.columns
+        ]
+
+    def _write_memory_table(self, state: _State, stmt: Insert) -> None:
+        name = stmt.table
+        if name in state.memory_written:
+            raise _error(
+                "memory_table_written_twice",
+                f"memory table '{name}' is already written; a memory table takes one INSERT",
+                state.text.span(stmt.offset),
+            )
+        planned = _Rewriter(self, state).top_level(stmt.query)
+        sql_text = planned.node.sql(dialect="spark")
+        schema = self.analyse(state, sql_text, stmt.query)
+        fields = [f for f in schema.fields if f.name not in (EVENT_TIME, KEEP)]
+        columns = state.memory[name]
+        if len(fields) != len(columns):
+            raise _error(
+                "column_count_mismatch",
+                f"'{name}' has {len(columns)} columns but the query gives {len(fields)}",
+                state.text.span(stmt.offset),
+            )
+        casts = [
+            f"CAST(`{f.name}` AS {c.spark_type}) AS `{c.name}`"
+            for f, c in zip(fields, columns, strict=True)
+        ]
+        casts += [f"`{n}`" for n in (EVENT_TIME, KEEP) if n in schema.fieldNames()]
+        view = ViewSpec(name, f"SELECT {', '.join(casts)} FROM ({sql_text}) AS `__memory`")
+        self.analyse(state, view.sql, stmt.query)
+        from arroyo.engine.build import register_view
+
+        register_view(self.spark, view)
+        state.views.append(view)
+        state.view_windows[name] = planned.window
+        state.view_updating[name] = planned.updating
+        state.memory_written.add(name)
+
     def _ensure_new_name(self, state: _State, name: str, offset: int) -> None:
-        if name in state.tables or name in state.view_windows:
+        if name in state.tables or name in state.view_windows or name in state.memory:
             raise _error("duplicate_table", f"'{name}' is already defined", state.text.span(offset))
 
     def _table(self, state: _State, stmt: CreateTable) -> _Table:
         text = state.text
         self._ensure_new_name(state, stmt.name, stmt.offset)
         options = {o.key: o for o in stmt.options}
-        if "connector" not in options:
-            raise _error(
-                "memory_table_unsupported",
-                f"table '{stmt.name}' has no connector: add WITH (connector = ...)",
-                text.span(stmt.offset),
-            )
         conn_name = options["connector"].value
         conn = connector(conn_name)
         if conn is None:
@@ -813,6 +872,12 @@ class _Rewriter:
         known = self.state.tables.get(name)
         if known is not None and known.spec.role == "sink":
             raise _error("read_from_sink", f"cannot read from '{name}': it is a sink table", span)
+        if name in self.state.memory and name not in self.state.memory_written:
+            raise _error(
+                "memory_table_read_before_write",
+                f"memory table '{name}' is read before any INSERT INTO it",
+                span,
+            )
         if known is None and name not in self.state.view_windows:
             raise _error("unknown_table", f"no table or view named '{name}'", span)
         from arroyo.engine.build import quote
