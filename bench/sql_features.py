@@ -17,7 +17,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming import StreamingQuery
-from throughput import measure
+from throughput import compare
 
 from arroyo.connectors.nexmark_generator import nexmark_columns
 from arroyo.engine.runner import PipelineRunner
@@ -86,7 +86,7 @@ def main() -> None:
                 runner = PipelineRunner(
                     spark,
                     program,  # type: ignore[arg-type]
-                    Path(tmp) / "state",
+                    Path(tempfile.mkdtemp(dir=tmp)),
                     max_records_per_batch=args.batch_rows,
                 )
                 runner.start()
@@ -97,15 +97,12 @@ def main() -> None:
                 return [
                     df.writeStream.format("noop")
                     .outputMode(mode)
-                    .option("checkpointLocation", f"{tmp}/hand")
+                    .option("checkpointLocation", tempfile.mkdtemp(dir=tmp))
                     .trigger(processingTime="0 seconds")
                     .start()
                 ]
 
-            results = {
-                "arroyo": measure(ours, args.batches),
-                "pyspark": measure(theirs, args.batches),
-            }
+            results = compare(ours, theirs, args.batches)
         for engine, eps in results.items():
             print(f"{name:<16} {engine:<8} {eps:>12,.0f} {eps / args.parallelism:>12,.0f}")
         overhead = 1 - results["arroyo"] / results["pyspark"] if results["pyspark"] else 0

@@ -3,7 +3,8 @@ Arroyo (planner + runner) and written by hand in PySpark, side by side in one JV
 
     .venv/bin/python bench/throughput.py [--batches 12] [--batch-rows 4000000] [--parallelism 2]
 
-Both sides read fixed-size batches of event numbers (Spark's ``rate-micro-batch`` source, which
+Each side runs twice, interleaved (ours, theirs, theirs, ours), each run on fresh state. Both
+sides read fixed-size batches of event numbers (Spark's ``rate-micro-batch`` source, which
 is what Arroyo's generated sources use when batches are capped), so they do the same work per
 batch whatever the speed. Throughput is rows in / time spent in micro-batches, over the batches
 after the warm-up ones.
@@ -78,6 +79,17 @@ def measure(
     return rows / (busy_ms / 1000) if busy_ms else 0.0
 
 
+def compare(
+    ours: Callable[[], list[StreamingQuery]],
+    theirs: Callable[[], list[StreamingQuery]],
+    batches: int,
+) -> dict[str, float]:
+    """Each side twice, in the order ours, theirs, theirs, ours, so that a JVM still warming up
+    (or the machine drifting) weighs on both sides alike; the mean of each side's two runs."""
+    a1, b1, b2, a2 = (measure(q, batches) for q in (ours, theirs, theirs, ours))
+    return {"arroyo": (a1 + a2) / 2, "pyspark": (b1 + b2) / 2}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--batches", type=int, default=12)
@@ -101,7 +113,7 @@ def main() -> None:
                 runner = PipelineRunner(
                     spark,
                     program,  # type: ignore[arg-type]
-                    Path(tmp) / "state",
+                    Path(tempfile.mkdtemp(dir=tmp)),
                     max_records_per_batch=args.batch_rows,
                 )
                 runner.start()
@@ -112,15 +124,12 @@ def main() -> None:
                 return [
                     df.writeStream.format("noop")
                     .outputMode("append")
-                    .option("checkpointLocation", f"{tmp}/hand")
+                    .option("checkpointLocation", tempfile.mkdtemp(dir=tmp))
                     .trigger(processingTime="0 seconds")
                     .start()
                 ]
 
-            results = {
-                "arroyo": measure(ours, args.batches),
-                "pyspark": measure(theirs, args.batches),
-            }
+            results = compare(ours, theirs, args.batches)
         for engine, eps in results.items():
             print(f"{name:<14} {engine:<8} {eps:>12,.0f} {eps / args.parallelism:>12,.0f}")
         overhead = 1 - results["arroyo"] / results["pyspark"] if results["pyspark"] else 0

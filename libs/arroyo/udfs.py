@@ -34,6 +34,7 @@ import sys
 import tomllib
 import types
 import typing
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -279,8 +280,9 @@ def _plain(value: Any) -> Any:
 def _scalar_call(u: UdfDef) -> Callable[..., Any]:
     func, name, strict = u.func, u.name, [not a.nullable for a in u.args]
 
+    # The hot path of every row: keep it to one membership test and the call itself.
     def call(*args: Any) -> Any:
-        if any(a is None and s for a, s in zip(args, strict, strict=True)):
+        if None in args and any(a is None and s for a, s in zip(args, strict, strict=True)):
             return None
         try:
             return func(*args)
@@ -340,4 +342,7 @@ def _async_udf(u: UdfDef) -> Any:
         return pd.Series(asyncio.run(main()), dtype=object)
 
     # The signature (varargs) cannot be inferred from hints: say it is a scalar pandas UDF.
-    return pandas_udf(run, u.returns.spark, PythonEvalType.SQL_SCALAR_PANDAS_UDF)
+    with warnings.catch_warnings():
+        # It prefers type hints, which cannot describe varargs.
+        warnings.simplefilter("ignore", UserWarning)
+        return pandas_udf(run, u.returns.spark, PythonEvalType.SQL_SCALAR_PANDAS_UDF)
