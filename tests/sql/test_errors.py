@@ -162,6 +162,7 @@ CASES = [
         5,
         None,
     ),
+    ("unknown_setting", "SET speed = 'fast';\nSELECT id FROM src;", "unknown_setting", 4, 1),
     (
         "updating_into_json_sink",
         "INSERT INTO out SELECT count(*) FROM src;",

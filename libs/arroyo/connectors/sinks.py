@@ -5,10 +5,40 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import DataFrame
+
+_in_flight = 0
+_idle = threading.Condition()
+
+
+@contextmanager
+def batch_in_flight() -> Iterator[None]:
+    """Mark a foreachBatch function as running.
+
+    Spark runs these functions in this process, called from the JVM. Stopping a query interrupts
+    the JVM thread, but not a Python call that is already running. That call must end before
+    the pipeline runs again, or it would write the same batch at the same time as the replay.
+    """
+    global _in_flight  # noqa: PLW0603
+    with _idle:
+        _in_flight += 1
+    try:
+        yield
+    finally:
+        with _idle:
+            _in_flight -= 1
+            _idle.notify_all()
+
+
+def wait_for_batches(timeout: float) -> bool:
+    """Block until no foreachBatch function is running (True), or ``timeout`` passes."""
+    with _idle:
+        return _idle.wait_for(lambda: _in_flight == 0, timeout)
 
 
 class BatchCommitLog:
@@ -64,10 +94,11 @@ class FileAppender:
         return batch_id <= self.log.read()[0]
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        if self.committed(batch_id):
-            consume(df)
-            return
-        self.write(batch_id, lines_of(df))
+        with batch_in_flight():
+            if self.committed(batch_id):
+                consume(df)
+                return
+            self.write(batch_id, lines_of(df))
 
     def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
         _, length = self.log.read()
@@ -91,7 +122,8 @@ class StdoutPrinter:
         return False
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        self.write(batch_id, lines_of(df))
+        with batch_in_flight():
+            self.write(batch_id, lines_of(df))
 
     def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
         out = sys.stdout.buffer

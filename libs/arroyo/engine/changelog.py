@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from arroyo.connectors.base import LineWriter
-from arroyo.connectors.sinks import consume
+from arroyo.connectors.sinks import batch_in_flight, consume
 from arroyo.engine.build import quote
 from arroyo.formats.codec import json_text
 
@@ -62,6 +62,10 @@ class Changelog:
         return db
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
+        with batch_in_flight():
+            self._apply(df, batch_id)
+
+    def _apply(self, df: DataFrame, batch_id: int) -> None:
         db = self._connect()
         try:
             row = db.execute("SELECT batch_id FROM progress WHERE id = 0").fetchone()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from arroyo.connectors.base import LineWriter
-from arroyo.connectors.sinks import consume, lines_of
+from arroyo.connectors.sinks import batch_in_flight, consume, lines_of
 from arroyo.formats.codec import encode
 from arroyo.sql.program import TableSpec
 
@@ -25,9 +25,10 @@ class PerBatchQuery:
         self.writer = writer
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        if self.writer.committed(batch_id):
-            consume(df)
-            return
-        df.createOrReplaceTempView(self.view)
-        result = df.sparkSession.sql(self.sql)
-        self.writer.write(batch_id, lines_of(encode(result, self.sink)))
+        with batch_in_flight():
+            if self.writer.committed(batch_id):
+                consume(df)
+                return
+            df.createOrReplaceTempView(self.view)
+            result = df.sparkSession.sql(self.sql)
+            self.writer.write(batch_id, lines_of(encode(result, self.sink)))

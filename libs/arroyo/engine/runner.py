@@ -28,6 +28,7 @@ from pyspark.sql.streaming.listener import (
 from pyspark.sql.streaming.query import StreamingQuery
 
 from arroyo.connectors import WriteContext, connector
+from arroyo.connectors.sinks import wait_for_batches
 from arroyo.engine.build import (
     BuildSettings,
     drop_temp_views,
@@ -291,6 +292,8 @@ class PipelineRunner:
                     self._await_progress(_POLL_SECONDS)
                     self._poll_progress()
             w.query.stop()
+        if not wait_for_batches(_GRACEFUL_STOP_SECONDS):
+            log.warning("sink_still_writing", waited_s=_GRACEFUL_STOP_SECONDS)
         self._poll_progress()
         self.spark.streams.removeListener(self._listener)
 

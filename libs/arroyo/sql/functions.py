@@ -198,7 +198,8 @@ def translate(
                 # Spark runs no DISTINCT aggregate on a stream; a set of the values is one.
                 values = distinct.expressions
                 value = values[0].copy() if len(values) == 1 else _call("struct", *values)
-                replacement = _call("size", _call("collect_set", value))
+                # Real sqlglot nodes (not anonymous calls), so it still counts as an aggregate.
+                replacement = exp.ArraySize(this=exp.ArrayUniqueAgg(this=value))
         elif isinstance(node, exp.JSONBContainsTopKey):
             keys = _call("json_object_keys", node.this.copy())
             replacement = exp.func(

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import structlog
 from pydantic import ValidationError
 from sqlglot import exp
 
@@ -59,9 +60,12 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
+log = structlog.get_logger(__name__)
+
 EVENT_TIME = "_timestamp"
 _WINDOW_HELPER = "__arroyo_window"
 _COMMON_OPTIONS = {"connector", "type", "format", "bad_data"}
+_KNOWN_SETTINGS = {"updating_ttl"}
 
 
 @dataclass
@@ -220,6 +224,21 @@ class Planner:
                         state.batch_inserts[name] = planned.batch_input
                     state.inserts[name] = [(sql_text, stmt.offset)]
                 elif isinstance(stmt, SetOption):
+                    if stmt.key not in _KNOWN_SETTINGS:
+                        raise _error(
+                            "unknown_setting",
+                            f"unknown setting '{stmt.key}' "
+                            f"(known: {', '.join(sorted(_KNOWN_SETTINGS))})",
+                            text.span(stmt.offset),
+                        )
+                    if stmt.key == "updating_ttl":
+                        # Spark's streaming aggregation has no state TTL: said, not hidden.
+                        log.warning(
+                            "setting_not_applied",
+                            setting=stmt.key,
+                            reason="state of updating aggregates and joins is kept for the "
+                            "pipeline's life",
+                        )
                     state.settings[stmt.key] = stmt.value
             except PlanningError as err:
                 diagnostics.extend(err.diagnostics)
