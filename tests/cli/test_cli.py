@@ -72,6 +72,26 @@ def test_run_bounded_query_prints_rows_and_exits() -> None:
 
 
 @pytest.mark.spark
+def test_run_with_udfs_and_validate_refuses_a_bad_udf_file(tmp_path: Path) -> None:
+    udfs = Path(__file__).parents[1] / "udfs" / "example_udfs.py"
+    sql = (
+        "CREATE TABLE i WITH (connector = 'impulse', event_rate = '1000', message_count = '4', "
+        "event_time_interval = '1 second');\n"
+        "SELECT counter, double(counter) AS d, slow_square(counter) AS sq FROM i;\n"
+    )
+    result = _run(["run", "--udfs", str(udfs), "-"], input=sql)
+    assert result.returncode == 0, result.stderr
+    rows = sorted((json.loads(line) for line in result.stdout.splitlines()), key=str)
+    assert rows == [{"counter": c, "d": 2 * c, "sq": c * c} for c in range(4)]
+
+    bad = tmp_path / "bad.py"
+    bad.write_text("from arroyo_udf import udf\n\n@udf\ndef f(x):\n    return x\n")
+    refused = _run(["validate", "--udfs", str(bad), "-"], input=sql)
+    assert refused.returncode == 2
+    assert "bad.py:3" in refused.stderr and "argument 'x' has no type annotation" in refused.stderr
+
+
+@pytest.mark.spark
 @pytest.mark.slow
 def test_sigint_stops_with_checkpoint_and_run_resumes(tmp_path: Path) -> None:
     out = tmp_path / "out.json"
