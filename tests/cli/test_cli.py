@@ -22,13 +22,19 @@ def _run(args: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
     )  # type: ignore[call-overload]
 
 
-def _wait_for_lines(path: Path, count: int, timeout: float) -> None:
-    """Wait until the sink file has ``count`` lines: the only progress a running
-    ``arroyo run`` exposes without a terminal is its output."""
+def _wait_for_lines(proc: subprocess.Popen[str], path: Path, count: int, timeout: float) -> None:
+    """Wait until the sink file has ``count`` lines (the only progress a running ``arroyo run``
+    shows without a terminal). Between looks it waits on the process itself, so a run that dies
+    fails the test at once, with its stderr."""
     deadline = time.monotonic() + timeout
     while (len(path.read_text().splitlines()) if path.exists() else 0) < count:
         assert time.monotonic() < deadline, f"{path} never reached {count} lines"
-        time.sleep(0.2)
+        try:
+            proc.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            continue
+        _, err = proc.communicate()
+        pytest.fail(f"arroyo run exited ({proc.returncode}) before writing {count} lines: {err}")
 
 
 @pytest.mark.spark
@@ -112,7 +118,7 @@ def test_sigint_stops_with_checkpoint_and_run_resumes(tmp_path: Path) -> None:
             text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
-        _wait_for_lines(out, before + 200, timeout=180)
+        _wait_for_lines(proc, out, before + 200, timeout=180)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 130, err

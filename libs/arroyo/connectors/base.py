@@ -92,9 +92,6 @@ class Connector(ABC):
     # processing time, which Spark treats as non-deterministic: it keeps filters above it, out
     # of reach of the optimizer's simplifications (a 10x slower nexmark query, measured).
     has_source_time: ClassVar[bool] = False
-    # Sinks that can write an updating result (debezium change records, computed by the
-    # engine) say so and implement ``line_writer``.
-    takes_updates: ClassVar[bool] = False
 
     def parse_options(self, raw: dict[str, str]) -> ConnectorOptions:
         return self.options_model.model_validate(raw)
@@ -112,8 +109,14 @@ class Connector(ABC):
     def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
         raise ConnectorError(f"connector '{self.name}' cannot be written to")
 
+    @property
+    def writes_lines(self) -> bool:
+        """Whether the sink implements ``line_writer``, which updating results (change records
+        computed by the engine) and per-batch queries (window functions) write through."""
+        return type(self).line_writer is not Connector.line_writer
+
     def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
-        """Writes encoded records given per batch (for updating results)."""
+        """Writes encoded records given per batch (updating and per-batch results)."""
         raise ConnectorError(f"connector '{self.name}' cannot write updating results")
 
 

@@ -44,6 +44,13 @@ def _read_files(ctx: ReadContext, table: TableSpec, mode: str) -> DataFrame:
     return reader.load()
 
 
+def _write_lines(writer: LineWriter, df: DataFrame, table: TableSpec) -> DataStreamWriter:
+    from arroyo.connectors.sinks import WriteBatches
+    from arroyo.formats.codec import encode
+
+    return encode(df, table).writeStream.foreachBatch(WriteBatches(writer))
+
+
 class SingleFileConnector(Connector):
     """One newline-delimited file. Source: bounded, reads the file once, exactly once. Sink: one
     JSON object per line, appended per micro-batch; a replayed batch is cut back and rewritten,
@@ -55,7 +62,6 @@ class SingleFileConnector(Connector):
     options_model = FileOptions
     formats = frozenset({"json", "debezium_json", "raw_string", "raw_bytes"})
     default_format = "json"
-    takes_updates = True
 
     def bounded(self, options: ConnectorOptions) -> bool:
         return True
@@ -64,13 +70,7 @@ class SingleFileConnector(Connector):
         return _read_files(ctx, table, "lines")
 
     def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
-        from arroyo.connectors.sinks import BatchCommitLog, FileAppender
-        from arroyo.formats.codec import encode
-
-        appender = FileAppender(
-            str(table.options["path"]), BatchCommitLog(ctx.state_dir / "committed.json")
-        )
-        return encode(df, table).writeStream.foreachBatch(appender)
+        return _write_lines(self.line_writer(ctx, table), df, table)
 
     def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
         from arroyo.connectors.sinks import BatchCommitLog, FileAppender
@@ -120,13 +120,9 @@ class StdoutConnector(SinkOnlyConnector):
     options_model = NoOptions
     formats = frozenset({"json", "debezium_json", "raw_string"})
     default_format = "json"
-    takes_updates = True
 
     def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
-        from arroyo.connectors.sinks import StdoutPrinter
-        from arroyo.formats.codec import encode
-
-        return encode(df, table).writeStream.foreachBatch(StdoutPrinter())
+        return _write_lines(self.line_writer(ctx, table), df, table)
 
     def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
         from arroyo.connectors.sinks import StdoutPrinter
@@ -140,7 +136,6 @@ class BlackholeConnector(SinkOnlyConnector):
     name = "blackhole"
     description = "Discards rows"
     options_model = NoOptions
-    takes_updates = True
 
     def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
         return df.writeStream.format("noop")

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame
 
+from arroyo.connectors.base import LineWriter
+
 _in_flight = 0
 _idle = threading.Condition()
 
@@ -83,8 +85,23 @@ def consume(df: DataFrame) -> None:
     df.write.format("noop").mode("overwrite").save()
 
 
+class WriteBatches:
+    """A foreachBatch function writing each encoded batch (one ``value`` column) through a
+    LineWriter, once per batch id."""
+
+    def __init__(self, writer: LineWriter) -> None:
+        self.writer = writer
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        with batch_in_flight():
+            if self.writer.committed(batch_id):
+                consume(df)
+                return
+            self.writer.write(batch_id, lines_of(df))
+
+
 class FileAppender:
-    """Appends one line per row to a single file (a foreachBatch function, or a LineWriter)."""
+    """Appends one line per record to a single file (a LineWriter)."""
 
     def __init__(self, path: str, log: BatchCommitLog) -> None:
         self.path = path
@@ -92,13 +109,6 @@ class FileAppender:
 
     def committed(self, batch_id: int) -> bool:
         return batch_id <= self.log.read()[0]
-
-    def __call__(self, df: DataFrame, batch_id: int) -> None:
-        with batch_in_flight():
-            if self.committed(batch_id):
-                consume(df)
-                return
-            self.write(batch_id, lines_of(df))
 
     def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
         _, length = self.log.read()
@@ -116,14 +126,10 @@ class FileAppender:
 
 
 class StdoutPrinter:
-    """Prints one line per row (a foreachBatch function, or a LineWriter). At least once."""
+    """Prints one line per record (a LineWriter). At least once."""
 
     def committed(self, batch_id: int) -> bool:
         return False
-
-    def __call__(self, df: DataFrame, batch_id: int) -> None:
-        with batch_in_flight():
-            self.write(batch_id, lines_of(df))
 
     def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
         out = sys.stdout.buffer

@@ -622,7 +622,7 @@ class Planner:
 
     def _check_batch_sink(self, state: _State, sink: TableSpec, offset: int) -> None:
         conn = connector(sink.connector)
-        if conn is None or not conn.takes_updates:
+        if conn is None or not conn.writes_lines:
             raise _error(
                 "window_function_sink",
                 f"connector '{sink.connector}' cannot take the result of a window function yet",
@@ -641,7 +641,7 @@ class Planner:
                 f"use format = 'debezium_json'",
                 state.text.span(offset),
             )
-        if conn is None or not conn.takes_updates:
+        if conn is None or not conn.writes_lines:
             raise _error(
                 "updating_unsupported_sink",
                 f"connector '{sink.connector}' cannot write updating results yet",

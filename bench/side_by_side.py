@@ -1,0 +1,135 @@
+"""Arroyo against the same query written by hand in PySpark, in one JVM (shared by the benches).
+
+Each side runs twice, interleaved (ours, theirs, theirs, ours), each run on fresh state. Both
+sides read fixed-size batches of event numbers (Spark's ``rate-micro-batch`` source, which is
+what Arroyo's generated sources use when batches are capped), so they do the same work per batch
+whatever the speed. Throughput is rows in / time spent in micro-batches, over the batches after
+the warm-up ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.streaming.query import StreamingQuery
+
+from arroyo.connectors.nexmark_generator import nexmark_columns
+from arroyo.engine.runner import PipelineRunner
+from arroyo.engine.session import SessionSettings, get_or_create_session
+from arroyo.sql.planner import Planner
+from arroyo.sql.program import PipelineProgram
+from arroyo.udfs import UdfLibrary
+
+ByHand = Callable[[SparkSession, str, argparse.Namespace], DataFrame]
+
+
+def hand_bids(spark: SparkSession, args: argparse.Namespace) -> DataFrame:
+    """Nexmark bids from the same generator Arroyo uses, with event time and a watermark (as
+    every Arroyo table has)."""
+    events = (
+        spark.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", args.batch_rows)
+        .option("numPartitions", args.parallelism)
+        .load()
+    )
+    nexmark = events.select(*nexmark_columns(F.col("value"), int(time.time() * 1000), args.rate))
+    return nexmark.withWatermark("_timestamp", "1 second").filter("bid IS NOT NULL")
+
+
+def measure(
+    queries: Callable[[], list[StreamingQuery]], batches: int, warmup_batches: int = 3
+) -> float:
+    started = queries()
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and any(
+        len(q.recentProgress) < warmup_batches + batches for q in started
+    ):
+        if any(q.exception() for q in started if not q.isActive):
+            raise RuntimeError(f"query failed: {next(q.exception() for q in started)}")
+        time.sleep(0.5)
+    rows = 0
+    busy_ms = 0
+    for q in started:
+        for p in q.recentProgress[warmup_batches : warmup_batches + batches]:
+            rows += p.numInputRows
+            busy_ms += p.durationMs.get("triggerExecution", 0)
+        q.stop()
+    return rows / (busy_ms / 1000) if busy_ms else 0.0
+
+
+def compare(
+    ours: Callable[[], list[StreamingQuery]],
+    theirs: Callable[[], list[StreamingQuery]],
+    batches: int,
+) -> dict[str, float]:
+    """The mean of each side's two runs, interleaved so that a JVM still warming up (or the
+    machine drifting) weighs on both sides alike."""
+    a1, b1, b2, a2 = (measure(q, batches) for q in (ours, theirs, theirs, ours))
+    return {"arroyo": (a1 + a2) / 2, "pyspark": (b1 + b2) / 2}
+
+
+def _ours(
+    spark: SparkSession, program: PipelineProgram, tmp: str, batch_rows: int
+) -> list[StreamingQuery]:
+    runner = PipelineRunner(
+        spark, program, Path(tempfile.mkdtemp(dir=tmp)), max_records_per_batch=batch_rows
+    )
+    runner.start()
+    return runner.queries
+
+
+def _theirs(df: DataFrame, tmp: str, mode: str) -> list[StreamingQuery]:
+    return [
+        df.writeStream.format("noop")
+        .outputMode(mode)
+        .option("checkpointLocation", tempfile.mkdtemp(dir=tmp))
+        .trigger(processingTime="0 seconds")
+        .start()
+    ]
+
+
+def run(
+    queries: dict[str, str],
+    by_hand: ByHand,
+    *,
+    batches: int,
+    batch_rows: int,
+    rate: int,
+    update_mode: frozenset[str] = frozenset(),
+    udfs: UdfLibrary | None = None,
+) -> None:
+    """Parse the command line, run every query both ways and print one row per side."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batches", type=int, default=batches)
+    parser.add_argument("--batch-rows", type=int, default=batch_rows)
+    parser.add_argument("--rate", type=int, default=rate, help="event time rate")
+    parser.add_argument("--parallelism", type=int, default=2)
+    args = parser.parse_args()
+    spark = get_or_create_session(SessionSettings(parallelism=args.parallelism))
+    width = max(map(len, queries))
+    print(f"{'query':<{width}} {'engine':<8} {'events/s':>12} {'per core':>12}")
+    for name, select in queries.items():
+        with tempfile.TemporaryDirectory() as tmp:
+            sql = (
+                f"CREATE TABLE nexmark WITH (connector = 'nexmark', event_rate = '{args.rate}');\n"
+                f"CREATE TABLE sink WITH (connector = 'blackhole');\n"
+                f"INSERT INTO sink {select};"
+            )
+            planner = Planner(spark, parallelism=args.parallelism, state_dir=Path(tmp), udfs=udfs)
+            program = planner.plan(sql)
+            mode = "update" if name in update_mode else "append"
+
+            ours = partial(_ours, spark, program, tmp, args.batch_rows)
+            theirs = partial(_theirs, by_hand(spark, name, args), tmp, mode)
+            results = compare(ours, theirs, args.batches)
+        for engine, eps in results.items():
+            print(f"{name:<{width}} {engine:<8} {eps:>12,.0f} {eps / args.parallelism:>12,.0f}")
+        overhead = 1 - results["arroyo"] / results["pyspark"] if results["pyspark"] else 0
+        print(f"{name:<{width}} arroyo overhead vs hand-written PySpark: {overhead:+.1%}")
