@@ -1,0 +1,197 @@
+"""Layered, typed configuration for every service.
+
+Layers, later ones winning: the defaults below, ``arroyo.toml`` in the working directory,
+the file given with ``--config``, then ``ARROYO__SECTION__KEY`` environment variables (e.g.
+``ARROYO__DATABASE__URL``). Unknown keys in any layer are errors naming the key and the layer.
+Services receive the ``Config`` object; none reads the environment itself.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from arroyo.errors import ArroyoError, ErrorDomain
+
+ENV_PREFIX = "ARROYO__"
+DEFAULT_FILE = Path("arroyo.toml")
+
+
+class ConfigError(ArroyoError):
+    code = "bad_config"
+    domain = ErrorDomain.USER
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class DatabaseConfig(_Section):
+    # sqlite:///path/to/file.db (relative paths are under data_dir) or postgresql://user@host/db
+    url: str = "sqlite:///arroyo.db"
+
+
+class ServiceAddress(_Section):
+    """Where a gRPC service listens (bind) and where others reach it (address)."""
+
+    bind_host: str = "127.0.0.1"
+    port: int = 0
+    # host:port others dial; default bind_host:port
+    address: str | None = None
+    admin_port: int = 0
+
+    def dial(self) -> str:
+        return self.address or f"{self.bind_host}:{self.port}"
+
+
+class ApiConfig(ServiceAddress):
+    port: int = 5115
+    admin_port: int = 5125
+
+
+class ControllerConfig(ServiceAddress):
+    port: int = 5116
+    admin_port: int = 5126
+    # A worker or node silent for this long is taken for dead.
+    heartbeat_timeout_s: float = 30.0
+    # How often the controller looks at the database for jobs the api changed (SQLite has no
+    # LISTEN/NOTIFY; the api also nudges the controller with JobsChanged).
+    poll_interval_s: float = 0.5
+    # Recovery: restarts allowed before a job goes Failed, and the backoff between them.
+    max_restarts: int = 5
+    restart_backoff_s: float = 1.0
+    restart_backoff_max_s: float = 30.0
+    # Recent metric samples kept per job.
+    metrics_window: int = 120
+
+
+class CompilerConfig(ServiceAddress):
+    port: int = 5117
+    admin_port: int = 5127
+
+
+class NodeConfig(ServiceAddress):
+    port: int = 5118
+    admin_port: int = 5128
+    task_slots: int = 16
+    node_id: str | None = None
+    heartbeat_interval_s: float = 2.0
+
+
+class WorkerConfig(_Section):
+    bind_host: str = "127.0.0.1"
+    heartbeat_interval_s: float = 1.0
+    # local[N] (N = the job's parallelism) by default; a spark://host:port master works too.
+    spark_master: str | None = None
+    driver_memory: str = "4g"
+
+
+class LoggingConfig(_Section):
+    level: Literal["debug", "info", "warning", "error"] = "info"
+    json_logs: bool = Field(default=False, alias="json")
+
+
+class TracingConfig(_Section):
+    # Export spans to stdout as JSON ("console"), or keep them in-process only ("none").
+    exporter: Literal["none", "console"] = "none"
+
+
+class Config(_Section):
+    data_dir: Path = Path.home() / ".local" / "share" / "arroyo"
+    database: DatabaseConfig = DatabaseConfig()
+    api: ApiConfig = ApiConfig()
+    controller: ControllerConfig = ControllerConfig()
+    compiler: CompilerConfig = CompilerConfig()
+    node: NodeConfig = NodeConfig()
+    worker: WorkerConfig = WorkerConfig()
+    logging: LoggingConfig = LoggingConfig()
+    tracing: TracingConfig = TracingConfig()
+
+    def database_url(self) -> str:
+        """The database URL with a relative SQLite path resolved under data_dir."""
+        url = self.database.url
+        if url.startswith("sqlite:///"):
+            path = Path(url.removeprefix("sqlite:///"))
+            if not path.is_absolute():
+                return f"sqlite:///{self.data_dir / path}"
+        return url
+
+
+def load_config(
+    path: Path | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    cwd: Path | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Config:
+    """The merged configuration; raises ConfigError naming the layer and key on a bad one."""
+    merged: dict[str, Any] = {}
+    default_file = (cwd or Path.cwd()) / DEFAULT_FILE
+    layers: list[tuple[str, dict[str, Any]]] = []
+    if default_file.is_file():
+        layers.append((str(default_file), _read_toml(default_file)))
+    if path is not None:
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        layers.append((str(path), _read_toml(path)))
+    layers.append(("environment", _from_env(os.environ if environ is None else environ)))
+    if overrides:
+        layers.append(("command line", _nest(dict(overrides))))
+    for name, layer in layers:
+        try:
+            Config.model_validate(_merge(merged, layer))
+        except ValidationError as err:
+            raise ConfigError(f"{name}: {_describe(err)}") from err
+        merged = _merge(merged, layer)
+    return Config.model_validate(merged)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(f"{path}: {err}") from err
+
+
+def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
+    flat = {
+        key.removeprefix(ENV_PREFIX).lower().replace("__", "."): value
+        for key, value in environ.items()
+        if key.startswith(ENV_PREFIX)
+    }
+    return _nest(flat)
+
+
+def _nest(flat: dict[str, Any]) -> dict[str, Any]:
+    nested: dict[str, Any] = {}
+    for dotted, value in flat.items():
+        parts = dotted.split(".")
+        node = nested
+        for part in parts[:-1]:
+            node = node.setdefault(part, {})
+        node[parts[-1]] = value
+    return nested
+
+
+def _merge(base: dict[str, Any], layer: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in layer.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _describe(err: ValidationError) -> str:
+    problems = []
+    for e in err.errors():
+        where = ".".join(str(p) for p in e["loc"])
+        what = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        problems.append(f"{where}: {what}")
+    return "; ".join(problems)

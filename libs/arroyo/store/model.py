@@ -1,0 +1,218 @@
+"""What the control plane keeps in its database, and the one interface over it.
+
+The api writes pipelines and what the user wants of their jobs (``JobConfig``: stop mode,
+parallelism, checkpoint interval, restart requests); the controller writes what actually happens
+(``JobStatus``: state, generation, failures) and the checkpoints and errors it hears of. Neither
+writes the other's columns, so they never race on a row. Times are microseconds since the Unix
+epoch, UTC.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import NewType, Protocol
+
+PipelineId = NewType("PipelineId", str)
+JobId = NewType("JobId", str)
+
+
+class StopMode(enum.StrEnum):
+    """What the user asked of a job: keep running (``none``) or stop in one of four ways."""
+
+    NONE = "none"
+    CHECKPOINT = "checkpoint"  # stop after a final checkpoint
+    GRACEFUL = "graceful"  # stop after the in-flight batch commits
+    IMMEDIATE = "immediate"  # stop the queries now
+    FORCE = "force"  # kill the worker process
+
+
+class JobState(enum.StrEnum):
+    """The controller's states for a job, as Arroyo names them."""
+
+    CREATED = "Created"
+    COMPILING = "Compiling"
+    SCHEDULING = "Scheduling"
+    RUNNING = "Running"
+    CHECKPOINT_STOPPING = "CheckpointStopping"
+    STOPPING = "Stopping"
+    STOPPED = "Stopped"
+    RESTARTING = "Restarting"
+    RECOVERING = "Recovering"
+    FINISHING = "Finishing"
+    FINISHED = "Finished"
+    FAILING = "Failing"
+    FAILED = "Failed"
+
+    @property
+    def terminal(self) -> bool:
+        """No worker runs and none will until the user asks again."""
+        return self in (JobState.STOPPED, JobState.FINISHED, JobState.FAILED)
+
+
+@dataclass(frozen=True, slots=True)
+class Pipeline:
+    id: PipelineId
+    name: str
+    query: str
+    udfs: str  # a Python UDF file, "" for none
+    program_json: str  # arroyo.sql.program.PipelineProgram
+    graph_json: str  # the dataflow graph for the UI: {"nodes": [...], "edges": [...]}
+    created_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class JobConfig:
+    """The job as the user wants it; written by the api."""
+
+    stop: StopMode
+    parallelism: int
+    checkpoint_interval_micros: int
+    # Bumped by every restart request; the controller acts when it differs from the status's.
+    restart_nonce: int
+    restart_force: bool
+    # Start the next run from nothing rather than the last checkpoint.
+    ignore_state: bool
+
+
+@dataclass(frozen=True, slots=True)
+class JobStatus:
+    """The job as it is; written by the controller."""
+
+    state: JobState
+    # Incremented at every (re)scheduling; worker messages carry it.
+    generation: int
+    # Consecutive failed runs since the last healthy one (bounded by the restart policy).
+    restarts: int
+    # The restart_nonce the controller last acted on.
+    restart_nonce: int
+    # Which state directory the job's checkpoints live in; bumped by ignore_state.
+    run_id: int
+    failure_message: str | None
+    failure_domain: str | None
+    worker_id: str | None
+    worker_address: str | None
+    node_id: str | None
+    started_at: int | None
+    finished_at: int | None
+    updated_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    id: JobId
+    pipeline_id: PipelineId
+    config: JobConfig
+    status: JobStatus
+    created_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """One committed micro-batch (``epoch``) of one of the job's queries."""
+
+    job_id: JobId
+    query: str
+    epoch: int
+    generation: int
+    watermark_micros: int | None
+    offsets_json: str  # {"source": offset, ...}
+    state_rows: int
+    state_bytes: int
+    rows_in: int
+    duration_micros: int
+    finished_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class JobError:
+    id: int
+    job_id: JobId
+    generation: int
+    created_at: int
+    domain: str  # user | internal | external
+    retryable: bool
+    message: str
+    details: str
+
+
+class Store(Protocol):
+    """The control plane's database. One implementation per engine (SQLite, PostgreSQL), one
+    schema and one list of migrations for both.
+
+    Every method is a coroutine and a transaction of its own; callers hold no connection. Methods
+    that look a row up return ``None`` when it does not exist; methods that change one raise
+    ``arroyo.store.NotFound`` when it does not.
+    """
+
+    async def migrate(self) -> int:
+        """Bring the schema up to date; returns the schema version. Safe to run concurrently
+        from several processes and again on an up-to-date database."""
+        ...
+
+    async def close(self) -> None: ...
+
+    # pipelines and their job (the api)
+    async def create_pipeline(self, pipeline: Pipeline, job_id: JobId, config: JobConfig) -> Job:
+        """The pipeline and its one job (state Created), in one transaction."""
+        ...
+
+    async def get_pipeline(self, pipeline_id: PipelineId) -> Pipeline | None: ...
+
+    async def list_pipelines(
+        self, limit: int, starting_after: PipelineId | None = None
+    ) -> list[Pipeline]:
+        """Newest first; ``starting_after`` is the last id of the previous page."""
+        ...
+
+    async def delete_pipeline(self, pipeline_id: PipelineId) -> None:
+        """With its job, checkpoints and errors."""
+        ...
+
+    async def update_job_config(
+        self,
+        job_id: JobId,
+        *,
+        stop: StopMode | None = None,
+        parallelism: int | None = None,
+        checkpoint_interval_micros: int | None = None,
+        restart: bool = False,
+        restart_force: bool = False,
+        ignore_state: bool | None = None,
+    ) -> Job:
+        """Change what the user wants; ``restart`` bumps restart_nonce (and sets stop=none)."""
+        ...
+
+    # jobs (both)
+    async def get_job(self, job_id: JobId) -> Job | None: ...
+
+    async def list_jobs(self, pipeline_id: PipelineId | None = None) -> list[Job]:
+        """Newest first; every job, or the jobs of one pipeline."""
+        ...
+
+    # the controller
+    async def update_job_status(self, job_id: JobId, status: JobStatus) -> None:
+        """Replace the job's status (the controller owns it)."""
+        ...
+
+    async def add_checkpoint(self, checkpoint: Checkpoint) -> None:
+        """Idempotent on (job_id, query, epoch): a repeated report replaces the row."""
+        ...
+
+    async def list_checkpoints(self, job_id: JobId, limit: int = 100) -> list[Checkpoint]:
+        """Newest first."""
+        ...
+
+    async def add_job_error(
+        self,
+        job_id: JobId,
+        generation: int,
+        domain: str,
+        retryable: bool,
+        message: str,
+        details: str = "",
+    ) -> None: ...
+
+    async def list_job_errors(self, job_id: JobId, limit: int = 100) -> list[JobError]:
+        """Newest first."""
+        ...

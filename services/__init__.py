@@ -1,0 +1,1 @@
+"""The thin services: wiring and servicers only (logic lives in libs/arroyo)."""
