@@ -206,6 +206,7 @@ class Store(Protocol):
     async def add_job_error(
         self,
         job_id: JobId,
+        *,
         generation: int,
         domain: str,
         retryable: bool,
