@@ -26,3 +26,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         help="rewrite tests/sql/golden from this run (review the diff!)",
     )
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """The URL of a database on a real PostgreSQL server, started for this test session (see
+    tests/servers.py). Fails, rather than skips, where PostgreSQL is not installed: the store's
+    tests on PostgreSQL are not optional."""
+    from tests.servers import PostgresUnavailableError, find_postgres_bin, running_postgres
+
+    try:
+        bindir = find_postgres_bin()
+    except PostgresUnavailableError as err:
+        pytest.fail(str(err), pytrace=False)
+    with running_postgres(bindir) as url:
+        yield url

@@ -1,7 +1,8 @@
-"""``arroyo run`` and ``arroyo validate``.
+"""``arroyo run``, ``arroyo validate`` and ``arroyo migrate``.
 
 Exit codes: 0 success, 1 the pipeline failed while running, 2 the query was refused (diagnostics
-printed on stderr), 130 stopped by a signal after a final checkpoint.
+printed on stderr), 130 stopped by a signal after a final checkpoint. ``migrate`` exits 1 when it
+fails.
 """
 
 from __future__ import annotations
@@ -43,8 +44,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="checkpoints live here; run again with it to resume "
         "(default: a fresh temporary directory)",
     )
+    migrate = sub.add_parser("migrate", help="create or update the control plane's database")
+    migrate.add_argument("--config", type=Path, help="a TOML config file (see arroyo.config)")
     args = parser.parse_args(argv)
     configure_logging(args.log_level, args.log_json)
+    if args.command == "migrate":
+        return _migrate(args.config)
     sql = sys.stdin.read() if args.query == "-" else Path(args.query).read_text()
     source_name = "<stdin>" if args.query == "-" else args.query
     try:
@@ -63,6 +68,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ArroyoError as err:
         print(f"error[{err.code}]: {err.message}", file=sys.stderr)
         return 1
+
+
+def _migrate(config_path: Path | None) -> int:
+    """Bring the configured database's schema up to date; prints the schema version."""
+    import asyncio
+
+    from arroyo.config import load_config
+    from arroyo.store import open_store
+
+    async def migrate(url: str) -> int:
+        store = await open_store(url)
+        try:
+            return await store.migrate()
+        finally:
+            await store.close()
+
+    try:
+        version = asyncio.run(migrate(load_config(config_path).database_url()))
+    except ArroyoError as err:
+        print(f"error[{err.code}]: {err.message}", file=sys.stderr)
+        return 1
+    print(f"schema version {version}")
+    return 0
 
 
 def _plan(

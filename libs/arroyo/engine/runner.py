@@ -62,6 +62,26 @@ class Progress:
     dropped_bad_records: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class BatchReport:
+    """One committed micro-batch of one query: a consistent checkpoint of that query.
+
+    Handed to ``on_batch`` on the thread that runs ``wait``, in commit order."""
+
+    query: str
+    batch_id: int
+    # Each source's end offset after the batch, as Spark's JSON.
+    offsets: dict[str, str]
+    watermark: str | None
+    rows_in: int
+    input_rows_per_second: float
+    processed_rows_per_second: float
+    duration_ms: int
+    state_rows: int
+    state_bytes: int
+    dropped_bad_records: int
+
+
 @dataclass
 class _Watched:
     spec: SinkQuery
@@ -121,6 +141,8 @@ class PipelineRunner:
         max_records_per_batch: int | None = None,
         stop_after_batches: int | None = None,
         on_progress: Callable[[Progress], None] | None = None,
+        on_batch: Callable[[BatchReport], None] | None = None,
+        trigger_interval_ms: int = 0,
     ) -> None:
         self.spark = spark
         self.program = program
@@ -128,9 +150,12 @@ class PipelineRunner:
         self.settings = BuildSettings(state_dir, program.parallelism, max_records_per_batch)
         self.stop_after_batches = stop_after_batches
         self.on_progress = on_progress
+        self.on_batch = on_batch
+        self.trigger_interval_ms = trigger_interval_ms
         self.progress = Progress()
         self._watched: list[_Watched] = []
         self._stop_requested = threading.Event()
+        self._graceful_stop = True
         self._listener = _ProgressListener()
 
     def start(self) -> None:
@@ -176,7 +201,7 @@ class PipelineRunner:
             writer.option("checkpointLocation", str(query_dir / "checkpoint"))
             .outputMode(spec.output_mode)
             .queryName(f"{sink.name}_{index}")
-            .trigger(processingTime="0 seconds")
+            .trigger(processingTime=f"{self.trigger_interval_ms} milliseconds")
             .start()
         )
         log.info("query_started", sink=sink.name, query_id=str(query.id))
@@ -187,8 +212,10 @@ class PipelineRunner:
         """The running Spark queries, one per sink (after ``start``)."""
         return [w.query for w in self._watched]
 
-    def stop(self) -> None:
-        """Ask the run to stop after in-flight batches commit (safe from signal handlers)."""
+    def stop(self, *, graceful: bool = True) -> None:
+        """Ask the run to stop (safe from signal handlers and any thread): ``graceful`` after
+        in-flight batches commit, else at once (a batch cut short is replayed on restart)."""
+        self._graceful_stop = graceful
         self._stop_requested.set()
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -204,9 +231,11 @@ class PipelineRunner:
                 self._poll_progress()
                 if self.program.bounded and self._watched and all(w.done for w in self._watched):
                     return True
-                if self._stop_requested.is_set() or (
-                    self.stop_after_batches is not None
-                    and any(w.batches >= self.stop_after_batches for w in self._watched)
+                if self._stop_requested.is_set():
+                    graceful = self._graceful_stop
+                    return False
+                if self.stop_after_batches is not None and any(
+                    w.batches >= self.stop_after_batches for w in self._watched
                 ):
                     graceful = True
                     return False
@@ -256,6 +285,7 @@ class PipelineRunner:
         if p.stateOperators:
             w.stateful = True
         watermark = (p.eventTime or {}).get("watermark")
+        dropped = 0
         if w.ended_sources >= w.sources and is_end_of_time(watermark):
             w.flushed = True
         for name, row in (p.observedMetrics or {}).items():
@@ -264,12 +294,15 @@ class PipelineRunner:
             if source is not None and values.get("eoi"):
                 w.ended_sources.add(source)
             elif name.startswith("bad_data:"):
-                self.progress.dropped_bad_records += int(values.get("dropped") or 0)
+                dropped += int(values.get("dropped") or 0)
+        self.progress.dropped_bad_records += dropped
         self.progress.batches += 1
         self.progress.rows_in += int(p.numInputRows or 0)
         self.progress.rows_per_second = float(p.processedRowsPerSecond or 0.0)
         if watermark and not is_end_of_time(watermark):
             self.progress.watermark = watermark
+        if self.on_batch is not None:
+            self.on_batch(_report(w, p, watermark, dropped))
         log.debug(
             "batch_committed",
             sink=w.spec.sink.name,
@@ -296,6 +329,24 @@ class PipelineRunner:
             log.warning("sink_still_writing", waited_s=_GRACEFUL_STOP_SECONDS)
         self._poll_progress()
         self.spark.streams.removeListener(self._listener)
+
+
+def _report(w: _Watched, p: Any, watermark: str | None, dropped: int) -> BatchReport:
+    state_rows = sum(int(op.numRowsTotal or 0) for op in p.stateOperators or [])
+    state_bytes = sum(int(op.memoryUsedBytes or 0) for op in p.stateOperators or [])
+    return BatchReport(
+        query=w.query.name or w.spec.sink.name,
+        batch_id=int(p.batchId),
+        offsets={str(s.description): str(s.endOffset) for s in p.sources or []},
+        watermark=None if is_end_of_time(watermark) else watermark,
+        rows_in=int(p.numInputRows or 0),
+        input_rows_per_second=float(p.inputRowsPerSecond or 0.0),
+        processed_rows_per_second=float(p.processedRowsPerSecond or 0.0),
+        duration_ms=int((p.durationMs or {}).get("triggerExecution") or 0),
+        state_rows=state_rows,
+        state_bytes=state_bytes,
+        dropped_bad_records=dropped,
+    )
 
 
 def _java_causes(query: StreamingQuery) -> list[str]:

@@ -1,5 +1,8 @@
 """The control plane's database: SQLite by default, PostgreSQL through asyncpg."""
 
+from pathlib import Path
+
+from arroyo.store.errors import Conflict, DatabaseUrlError, NotFound, StoreError
 from arroyo.store.model import (
     Checkpoint,
     Job,
@@ -16,14 +19,44 @@ from arroyo.store.model import (
 
 __all__ = [
     "Checkpoint",
+    "Conflict",
+    "DatabaseUrlError",
     "Job",
     "JobConfig",
     "JobError",
     "JobId",
     "JobState",
     "JobStatus",
+    "NotFound",
     "Pipeline",
     "PipelineId",
     "StopMode",
     "Store",
+    "StoreError",
+    "open_store",
 ]
+
+
+async def open_store(url: str) -> Store:
+    """The store for a database URL, connected but not migrated (call ``migrate()``).
+
+    ``sqlite:///path/to/file.db`` (``sqlite:////abs/path.db`` for an absolute path, as
+    ``Config.database_url()`` writes it; a relative one is taken from the working directory)
+    or ``postgresql://user:password@host:port/db`` (``postgres://`` too).
+    """
+    scheme, sep, _ = url.partition("://")
+    if url.startswith("sqlite:///"):
+        from arroyo.store.sqlite import SqliteStore
+
+        return await SqliteStore.open(Path(url.removeprefix("sqlite:///")).absolute())
+    if scheme in ("postgresql", "postgres"):
+        # Imported here: a SQLite deployment need not load asyncpg.
+        from arroyo.store.postgres import PostgresStore
+
+        return await PostgresStore.open(url)
+    # Only the scheme in the message: the rest of a URL may hold a password.
+    what = f"scheme {scheme}://" if sep else "no scheme"
+    raise DatabaseUrlError(
+        f"unsupported database URL ({what}): use sqlite:///path/to/file.db "
+        "or postgresql://user@host/db"
+    )

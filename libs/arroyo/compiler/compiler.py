@@ -1,0 +1,121 @@
+"""Compiling queries for the control plane, in a process that hosts a SparkSession.
+
+Stateless between calls: each ``compile`` plans from scratch. Planning uses the one
+SparkSession of the process for analysis only (no query runs, no external system is
+contacted); it clears the session's temporary views, so calls are serialised.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import sqlglot
+import structlog
+from sqlglot import exp
+
+from arroyo.errors import ArroyoError, Diagnostic, PlanningError
+from arroyo.sql.program import PipelineProgram
+from arroyo_rpc.v1 import common_pb2 as common
+from arroyo_rpc.v1 import compiler_pb2 as pb
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = structlog.get_logger(__name__)
+
+UDFS_PATH = "udfs.py"
+
+
+def _diagnostic(d: Diagnostic) -> common.Diagnostic:
+    return common.Diagnostic(
+        code=d.code,
+        message=d.message,
+        line=d.span.line if d.span else 0,
+        column=d.span.column if d.span else 0,
+    )
+
+
+def dataflow_graph(program: PipelineProgram) -> tuple[list[pb.GraphNode], list[pb.GraphEdge]]:
+    """Sources, views and sinks, with an edge from each table a query reads."""
+    nodes = [pb.GraphNode(id=s.name, kind="source", label=s.connector) for s in program.sources]
+    nodes += [pb.GraphNode(id=v.name, kind="view", label="view") for v in program.views]
+    edges: list[pb.GraphEdge] = []
+    known = {n.id for n in nodes}
+    for view in program.views:
+        edges += [pb.GraphEdge(source=t, target=view.name) for t in _reads(view.sql) & known]
+    for q in program.queries:
+        sink = f"sink:{q.sink.name}"
+        nodes.append(pb.GraphNode(id=sink, kind="sink", label=q.sink.connector))
+        edges += [pb.GraphEdge(source=t, target=sink) for t in _reads(q.sql) & known]
+    return nodes, edges
+
+
+def _reads(sql: str) -> set[str]:
+    try:
+        tree = sqlglot.parse_one(sql, read="spark")
+    except sqlglot.errors.ParseError:
+        return set()
+    return {t.name for t in tree.find_all(exp.Table)}
+
+
+class Compiler:
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        self._lock = threading.Lock()
+
+    def compile(self, query: str, udfs: str, parallelism: int) -> pb.CompileResponse:
+        """Blocking (Spark analysis): call it from a thread."""
+        from arroyo.sql.planner import Planner
+        from arroyo.udfs import load
+
+        with self._lock:
+            try:
+                library = load(udfs, UDFS_PATH) if udfs.strip() else None
+                with tempfile.TemporaryDirectory(prefix="arroyo-compile-") as tmp:
+                    planner = Planner(
+                        self.spark, parallelism=parallelism, state_dir=Path(tmp), udfs=library
+                    )
+                    program = planner.plan(query)
+            except PlanningError as err:
+                return pb.CompileResponse(diagnostics=[_diagnostic(d) for d in err.diagnostics])
+            except ArroyoError as err:
+                return pb.CompileResponse(
+                    diagnostics=[common.Diagnostic(code=err.code, message=err.message)]
+                )
+        nodes, edges = dataflow_graph(program)
+        tables = [
+            pb.TableSchema(
+                name=t.name,
+                role=t.role,
+                connector=t.connector,
+                columns=[
+                    pb.Column(name=c.name, type=c.spark_type, nullable=c.nullable)
+                    for c in t.columns
+                ],
+            )
+            for t in [*program.sources, *(q.sink for q in program.queries)]
+        ]
+        return pb.CompileResponse(
+            program_json=program.to_json(), nodes=nodes, edges=edges, tables=tables
+        )
+
+    def validate_udfs(self, udfs: str) -> pb.ValidateUdfsResponse:
+        from arroyo.udfs import load
+
+        try:
+            library = load(udfs, UDFS_PATH)
+        except PlanningError as err:
+            return pb.ValidateUdfsResponse(diagnostics=[_diagnostic(d) for d in err.diagnostics])
+        return pb.ValidateUdfsResponse(
+            udfs=[
+                pb.Udf(
+                    name=u.name,
+                    kind=u.kind,
+                    signature=f"({', '.join(a.spark for a in u.args)}) -> {u.returns.spark}",
+                )
+                for u in library.udfs.values()
+            ]
+        )

@@ -1,0 +1,187 @@
+"""Everything a job's states work with: its records, its queue of events, and the clients."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import structlog
+
+from arroyo.config import ControllerConfig
+from arroyo.controller.events import JobEvent
+from arroyo.controller.nodes import NodeRegistry
+from arroyo.errors import ArroyoError, ErrorDomain
+from arroyo.rpc import NodeClient, RpcError, WorkerClient
+from arroyo.store import Job, JobConfig, JobId, JobStatus, StopMode, Store
+from arroyo_rpc.v1 import common_pb2 as common
+from arroyo_rpc.v1 import node_pb2
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+log = structlog.get_logger(__name__)
+
+
+class StateError(ArroyoError):
+    """A state could not do its work; the driver decides between recovering and failing."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str = "state_error",
+        domain: ErrorDomain = ErrorDomain.INTERNAL,
+        retryable: bool = True,
+    ) -> None:
+        super().__init__(message, code=code)
+        self.domain = domain
+        self.retryable = retryable
+
+
+def task_error(message: str, domain: str, retryable: bool, details: str) -> StateError:
+    """A failure a worker reported, as the driver's error."""
+    return StateError(
+        message,
+        code=details or "task_failed",
+        domain=ErrorDomain(domain) if domain in set(ErrorDomain) else ErrorDomain.INTERNAL,
+        retryable=retryable,
+    )
+
+
+def now_micros() -> int:
+    return time.time_ns() // 1000
+
+
+@dataclass
+class JobContext:
+    """One job's working set, owned by its driver task. States read and change ``status``;
+    the driver persists it at every transition."""
+
+    job_id: JobId
+    pipeline_id: str
+    config: JobConfig
+    status: JobStatus
+    store: Store
+    nodes: NodeRegistry
+    settings: ControllerConfig
+    state_root: Path
+    program_json: str = ""
+    events: asyncio.Queue[JobEvent] = field(default_factory=asyncio.Queue)
+    last_heartbeat: float = field(default_factory=time.monotonic)
+    # Set by a state that gives up, read by Failing.
+    failure: StateError | None = None
+
+    @classmethod
+    def of(
+        cls,
+        job: Job,
+        store: Store,
+        nodes: NodeRegistry,
+        settings: ControllerConfig,
+        state_root: Path,
+    ) -> JobContext:
+        return cls(
+            job.id, job.pipeline_id, job.config, job.status, store, nodes, settings, state_root
+        )
+
+    # status
+
+    def update(self, **changes: object) -> None:
+        self.status = dataclasses.replace(self.status, updated_at=now_micros(), **changes)  # type: ignore[arg-type]
+
+    async def save(self) -> None:
+        await self.store.update_job_status(self.job_id, self.status)
+
+    def state_dir(self) -> str:
+        """Where this job's checkpoints live for its current run (``ignore_state`` bumps it)."""
+        return str(self.state_root / self.job_id / f"run-{self.status.run_id}")
+
+    def wants_running(self) -> bool:
+        return self.config.stop is StopMode.NONE
+
+    def restart_requested(self) -> bool:
+        return self.config.restart_nonce != self.status.restart_nonce
+
+    # events
+
+    async def next_event(self, timeout: float | None) -> JobEvent | None:
+        try:
+            return await asyncio.wait_for(self.events.get(), timeout)
+        except TimeoutError:
+            return None
+
+    def drain(self) -> None:
+        """Forget queued events of an earlier generation's worker."""
+        while not self.events.empty():
+            self.events.get_nowait()
+
+    async def record_error(self, message: str, domain: str, retryable: bool, details: str) -> None:
+        await self.store.add_job_error(
+            self.job_id,
+            generation=self.status.generation,
+            domain=domain,
+            retryable=retryable,
+            message=message,
+            details=details,
+        )
+
+    # the worker, through its node or directly
+
+    async def stop_worker(self, mode: int) -> None:
+        """Ask the worker to stop (graceful/immediate), or have its node kill it (force).
+        A worker that cannot be reached is killed through its node; one whose node is gone
+        is gone with it."""
+        if self.status.worker_id is None:
+            return
+        if mode != common.STOP_MODE_FORCE and self.status.worker_address:
+            try:
+                client = WorkerClient(self.status.worker_address)
+                try:
+                    from arroyo_rpc.v1 import worker_pb2
+
+                    await client.stop_execution(
+                        worker_pb2.StopExecutionRequest(job=self.ref(), mode=mode)  # type: ignore[arg-type]
+                    )
+                finally:
+                    await client.close()
+                return
+            except RpcError as err:
+                log.warning("worker_unreachable", job_id=self.job_id, error=err.message)
+        await self.kill_worker()
+
+    async def kill_worker(self) -> None:
+        worker_id, node_id = self.status.worker_id, self.status.node_id
+        if worker_id is None or node_id is None:
+            return
+        node = self.nodes.nodes.get(node_id) or await self.nodes.wait_for(
+            node_id, self.settings.heartbeat_timeout_s
+        )
+        self.nodes.release(worker_id)
+        if node is None:
+            return
+        client = NodeClient(node.address)
+        try:
+            await client.stop_worker(
+                node_pb2.StopWorkerRequest(
+                    job_id=self.job_id, worker_id=worker_id, mode=common.STOP_MODE_FORCE
+                )
+            )
+        except RpcError as err:
+            log.warning("node_unreachable", node_id=node_id, error=err.message)
+        finally:
+            await client.close()
+
+    def forget_worker(self) -> None:
+        if self.status.worker_id is not None:
+            self.nodes.release(self.status.worker_id)
+        self.update(worker_id=None, worker_address=None, node_id=None)
+
+    def ref(self) -> common.JobRef:
+        return common.JobRef(
+            job_id=self.job_id,
+            generation=self.status.generation,
+            worker_id=self.status.worker_id or "",
+        )

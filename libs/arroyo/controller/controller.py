@@ -1,0 +1,240 @@
+"""The controller: a driver per job, the node registry, and the monitors that notice failure.
+
+The api writes what users want into the database; the controller reads it (every
+``poll_interval_s``, and at once when the api sends ``JobsChanged``), starts a driver for each
+job, and hands changed configs to the drivers as events. Workers' reports arrive through the
+gRPC servicer and are routed here; a report from any generation but the job's current one is
+refused, so a worker the controller gave up on cannot move its job.
+
+A controller restart loses nothing: job states are in the database, a running worker keeps
+heartbeating (retrying until the new controller answers) and is adopted by the driver that
+resumes in Running, and nodes re-register when their heartbeat is not recognised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import structlog
+
+from arroyo.config import Config
+from arroyo.controller import events
+from arroyo.controller.context import JobContext
+from arroyo.controller.driver import JobDriver
+from arroyo.controller.nodes import NodeRegistry
+from arroyo.errors import ArroyoError, ErrorDomain
+from arroyo.store import JobId, JobState, Store
+from arroyo_rpc.v1 import common_pb2 as common
+from arroyo_rpc.v1 import controller_pb2 as pb
+
+log = structlog.get_logger(__name__)
+
+_MONITOR_INTERVAL_S = 0.5
+
+
+class StaleGenerationError(ArroyoError):
+    """A worker of a generation the controller has moved on from."""
+
+    code = "stale_generation"
+    domain = ErrorDomain.USER
+
+
+class UnknownJobError(ArroyoError):
+    code = "not_found"
+    domain = ErrorDomain.USER
+
+
+@dataclass(frozen=True, slots=True)
+class OutputBatch:
+    query: str
+    rows: list[str]
+    done: bool
+
+
+class Controller:
+    def __init__(self, config: Config, store: Store) -> None:
+        self.config = config
+        self.settings = config.controller
+        self.store = store
+        self.nodes = NodeRegistry(self.settings.heartbeat_timeout_s)
+        self.drivers: dict[JobId, JobDriver] = {}
+        self.metrics: dict[str, collections.deque[pb.MetricsSample]] = {}
+        self.subscribers: dict[str, list[asyncio.Queue[OutputBatch]]] = {}
+        self._poke = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.state_root = config.data_dir / "checkpoints"
+
+    async def start(self) -> None:
+        await self.sync()
+        self._tasks = [
+            asyncio.create_task(self._poll(), name="poll"),
+            asyncio.create_task(self._monitor(), name="monitor"),
+        ]
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for driver in self.drivers.values():
+            await driver.stop()
+
+    # the database
+
+    async def sync(self) -> None:
+        """Start drivers for new jobs, hand changed configs to running ones, stop drivers of
+        deleted jobs."""
+        jobs = await self.store.list_jobs()
+        seen = set()
+        for job in jobs:
+            seen.add(job.id)
+            driver = self.drivers.get(job.id)
+            if driver is None:
+                ctx = JobContext.of(job, self.store, self.nodes, self.settings, self.state_root)
+                driver = JobDriver(ctx)
+                self.drivers[job.id] = driver
+                driver.start()
+                log.info("job_adopted", job_id=job.id, state=str(job.status.state))
+            elif driver.ctx.config != job.config:
+                driver.ctx.config = job.config
+                driver.ctx.events.put_nowait(events.ConfigChanged())
+        for job_id in set(self.drivers) - seen:
+            driver = self.drivers.pop(job_id)
+            await driver.ctx.kill_worker()
+            await driver.stop()
+            log.info("job_deleted", job_id=job_id)
+
+    def jobs_changed(self) -> None:
+        self._poke.set()
+
+    async def _poll(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._poke.wait(), self.settings.poll_interval_s)
+            self._poke.clear()
+            try:
+                await self.sync()
+            except Exception:
+                log.exception("sync_failed")
+
+    async def _monitor(self) -> None:
+        """Workers whose heartbeats stopped, and nodes that died, become WorkerLost events."""
+        while True:
+            await asyncio.sleep(_MONITOR_INTERVAL_S)
+            now = time.monotonic()
+            lost_nodes = {n.node_id for n in self.nodes.expired()}
+            for driver in self.drivers.values():
+                ctx = driver.ctx
+                if ctx.status.worker_id is None or ctx.status.state not in (
+                    JobState.RUNNING,
+                    JobState.SCHEDULING,
+                    JobState.CHECKPOINT_STOPPING,
+                    JobState.FINISHING,
+                ):
+                    continue
+                if ctx.status.node_id in lost_nodes:
+                    self._lose(ctx, f"node {ctx.status.node_id} stopped heartbeating")
+                elif (
+                    ctx.status.worker_address
+                    and now - ctx.last_heartbeat > self.settings.heartbeat_timeout_s
+                ):
+                    self._lose(ctx, "heartbeats stopped")
+
+    def _lose(self, ctx: JobContext, reason: str) -> None:
+        ctx.last_heartbeat = time.monotonic()
+        ctx.events.put_nowait(events.WorkerLost(reason))
+
+    # nodes
+
+    async def register_node(self, request: pb.RegisterNodeRequest) -> None:
+        await self.nodes.register(request.node_id, request.address, request.task_slots)
+
+    def heartbeat_node(self, request: pb.HeartbeatNodeRequest) -> bool:
+        node = self.nodes.heartbeat(request.node_id, list(request.worker_ids))
+        if node is None:
+            return False
+        alive = set(request.worker_ids)
+        for driver in self.drivers.values():
+            ctx = driver.ctx
+            # Only registered workers: one just started may not be in this heartbeat yet.
+            if (
+                ctx.status.node_id == node.node_id
+                and ctx.status.worker_id
+                and ctx.status.worker_address
+                and ctx.status.worker_id not in alive
+                and not ctx.status.state.terminal
+            ):
+                self._lose(ctx, f"worker {ctx.status.worker_id} exited")
+        return True
+
+    # workers
+
+    def context(self, ref: common.JobRef) -> JobContext:
+        """The job's context, if ``ref`` is its current generation; else the refusal."""
+        driver = self.drivers.get(JobId(ref.job_id))
+        if driver is None:
+            raise UnknownJobError(f"no job {ref.job_id}")
+        ctx = driver.ctx
+        if ref.generation != ctx.status.generation:
+            raise StaleGenerationError(
+                f"job {ref.job_id} is at generation {ctx.status.generation}, not {ref.generation}"
+            )
+        return ctx
+
+    def report(self, ref: common.JobRef, event: events.JobEvent) -> None:
+        self.context(ref).events.put_nowait(event)
+
+    def heartbeat(self, request: pb.HeartbeatRequest) -> None:
+        ctx = self.context(request.job)
+        ctx.last_heartbeat = time.monotonic()
+        if request.address and ctx.status.worker_address != request.address:
+            # A restarted controller learns where its running worker is.
+            ctx.update(worker_address=request.address, worker_id=request.job.worker_id)
+
+    def record_metrics(self, request: pb.JobMetricsRequest) -> None:
+        self.context(request.job)
+        window = self.metrics.setdefault(
+            request.job.job_id, collections.deque(maxlen=self.settings.metrics_window)
+        )
+        window.append(
+            pb.MetricsSample(time_micros=request.time_micros, operators=request.operators)
+        )
+
+    def job_metrics(self, job_id: str) -> list[pb.MetricsSample]:
+        return list(self.metrics.get(job_id, ()))
+
+    def job_status(self, job_id: str) -> pb.GetJobStatusResponse:
+        driver = self.drivers.get(JobId(job_id))
+        if driver is None:
+            raise UnknownJobError(f"no job {job_id}")
+        status = driver.ctx.status
+        return pb.GetJobStatusResponse(
+            job_id=job_id,
+            state=str(status.state),
+            generation=status.generation,
+            worker_id=status.worker_id or "",
+            node_id=status.node_id or "",
+        )
+
+    # live output
+
+    def publish(self, request: pb.SendSinkDataRequest) -> None:
+        self.context(request.job)
+        batch = OutputBatch(request.query, list(request.rows), request.done)
+        for queue in self.subscribers.get(request.job.job_id, []):
+            queue.put_nowait(batch)
+
+    async def subscribe(self, job_id: str) -> AsyncIterator[OutputBatch]:
+        queue: asyncio.Queue[OutputBatch] = asyncio.Queue()
+        self.subscribers.setdefault(job_id, []).append(queue)
+        try:
+            while True:
+                batch = await queue.get()
+                yield batch
+                if batch.done:
+                    return
+        finally:
+            self.subscribers[job_id].remove(queue)

@@ -1,0 +1,96 @@
+"""The nodes the controller knows, their slots, and which workers run where."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class Node:
+    node_id: str
+    address: str
+    task_slots: int
+    last_heartbeat: float = field(default_factory=time.monotonic)
+    # worker id -> slots it holds, as assigned by this controller
+    assigned: dict[str, int] = field(default_factory=dict)
+    # workers the node said it runs, at its last heartbeat
+    reported: set[str] = field(default_factory=set)
+
+    @property
+    def free_slots(self) -> int:
+        return self.task_slots - sum(self.assigned.values())
+
+
+class NodeRegistry:
+    """Live nodes. Nodes register and heartbeat; one silent past the timeout is dropped."""
+
+    def __init__(self, heartbeat_timeout_s: float) -> None:
+        self.timeout = heartbeat_timeout_s
+        self.nodes: dict[str, Node] = {}
+        self._changed = asyncio.Condition()
+
+    async def register(self, node_id: str, address: str, task_slots: int) -> None:
+        node = self.nodes.get(node_id)
+        if node is None:
+            self.nodes[node_id] = Node(node_id, address, task_slots)
+            log.info("node_registered", node_id=node_id, address=address, slots=task_slots)
+        else:
+            node.address, node.task_slots = address, task_slots
+            node.last_heartbeat = time.monotonic()
+        async with self._changed:
+            self._changed.notify_all()
+
+    def heartbeat(self, node_id: str, worker_ids: list[str]) -> Node | None:
+        node = self.nodes.get(node_id)
+        if node is not None:
+            node.last_heartbeat = time.monotonic()
+            node.reported = set(worker_ids)
+        return node
+
+    def expired(self) -> list[Node]:
+        """Remove and return the nodes whose heartbeats stopped."""
+        now = time.monotonic()
+        dead = [n for n in self.nodes.values() if now - n.last_heartbeat > self.timeout]
+        for node in dead:
+            del self.nodes[node.node_id]
+            log.warning("node_lost", node_id=node.node_id)
+        return dead
+
+    def assign(self, node_id: str, worker_id: str, slots: int) -> None:
+        if node_id in self.nodes:
+            self.nodes[node_id].assigned[worker_id] = slots
+
+    def release(self, worker_id: str) -> None:
+        for node in self.nodes.values():
+            node.assigned.pop(worker_id, None)
+
+    async def wait_for_slots(self, slots: int, timeout: float) -> Node | None:
+        """The node with the most free slots that has ``slots`` free, waiting for one to come."""
+
+        def pick() -> Node | None:
+            fits = [n for n in self.nodes.values() if n.free_slots >= slots]
+            return max(fits, key=lambda n: n.free_slots, default=None)
+
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(pick), timeout)
+            except TimeoutError:
+                return None
+            return pick()
+
+    async def wait_for(self, node_id: str, timeout: float) -> Node | None:
+        """The node once it is registered (after a controller restart it registers again)."""
+        async with self._changed:
+            try:
+                await asyncio.wait_for(
+                    self._changed.wait_for(lambda: node_id in self.nodes), timeout
+                )
+            except TimeoutError:
+                return None
+            return self.nodes[node_id]

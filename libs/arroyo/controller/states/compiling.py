@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+from arroyo.controller.context import JobContext, StateError
+from arroyo.errors import ErrorDomain
+from arroyo.sql.program import PipelineProgram
+from arroyo.store import JobState
+
+
+class Compiling:
+    """Load the pipeline's program (compiled by the api through the compiler) and apply the
+    job's settings to it. A program that does not load is the user's to fix: no retry."""
+
+    name: ClassVar[JobState] = JobState.COMPILING
+
+    async def next(self, ctx: JobContext) -> JobState:
+        if not ctx.wants_running():
+            return JobState.STOPPED
+        pipeline = await ctx.store.get_pipeline(ctx.pipeline_id)  # type: ignore[arg-type]
+        if pipeline is None:
+            raise StateError("the job's pipeline is gone", code="not_found", retryable=False)
+        try:
+            program = PipelineProgram.from_json(pipeline.program_json)
+        except (ValueError, KeyError, TypeError) as err:
+            raise StateError(
+                f"the pipeline's program does not load: {err}",
+                code="bad_program",
+                domain=ErrorDomain.USER,
+                retryable=False,
+            ) from err
+        program = dataclasses.replace(program, parallelism=ctx.config.parallelism)
+        ctx.program_json = program.to_json()
+        return JobState.SCHEDULING

@@ -1,0 +1,174 @@
+"""Starting, stopping and watching worker processes, and keeping the controller informed.
+
+Workers are separate processes (``arroyo worker ...``) so that a worker's JVM dying, or being
+killed, takes nothing else with it. The node's heartbeat lists the workers still alive: the
+controller learns of a dead worker at the next heartbeat instead of waiting out the worker's own
+heartbeat timeout. Each worker's output goes to ``<data_dir>/logs/worker-<id>.log``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from arroyo.config import Config
+from arroyo.rpc import ControllerClient, RpcError
+from arroyo_rpc.v1 import controller_pb2 as pb
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class WorkerHandle:
+    worker_id: str
+    job_id: str
+    generation: int
+    slots: int
+    process: asyncio.subprocess.Process
+    log_path: Path
+    reaper: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.process.returncode is None
+
+
+class NodeRuntime:
+    """Owned by the node service; its gRPC handlers call ``start_worker``/``stop_worker``."""
+
+    def __init__(
+        self,
+        config: Config,
+        controller: ControllerClient,
+        address: str,
+        config_path: Path | None,
+    ) -> None:
+        self.config = config
+        self.controller = controller
+        self.address = address
+        self.config_path = config_path
+        self.node_id = config.node.node_id or f"node_{uuid.uuid4().hex[:12]}"
+        self.workers: dict[str, WorkerHandle] = {}
+        self._heartbeat: asyncio.Task[None] | None = None
+
+    @property
+    def free_slots(self) -> int:
+        used = sum(w.slots for w in self.workers.values() if w.running)
+        return self.config.node.task_slots - used
+
+    async def run(self) -> None:
+        await self._register()
+        self._heartbeat = asyncio.create_task(self._heartbeats())
+
+    async def close(self) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+        for handle in list(self.workers.values()):
+            if handle.running:
+                handle.process.send_signal(signal.SIGTERM)
+        for handle in list(self.workers.values()):
+            try:
+                await asyncio.wait_for(handle.process.wait(), 60)
+            except TimeoutError:
+                handle.process.kill()
+
+    async def start_worker(
+        self, job_id: str, generation: int, slots: int, env: dict[str, str]
+    ) -> WorkerHandle:
+        worker_id = f"worker_{uuid.uuid4().hex[:12]}"
+        logs = self.config.data_dir / "logs"
+        logs.mkdir(parents=True, exist_ok=True)
+        log_path = logs / f"{worker_id}.log"
+        args = [
+            sys.executable,
+            "-m",
+            "arroyo.cli.main",
+            *(["--config", str(self.config_path)] if self.config_path else []),
+            "worker",
+            "--job-id",
+            job_id,
+            "--generation",
+            str(generation),
+            "--worker-id",
+            worker_id,
+            "--node-id",
+            self.node_id,
+            "--slots",
+            str(slots),
+            "--controller",
+            self.config.controller.dial(),
+        ]
+        with log_path.open("ab") as out:
+            process = await asyncio.create_subprocess_exec(
+                *args,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=out,
+                stderr=asyncio.subprocess.STDOUT,
+                env={**os.environ, **env},
+                # Its own process group: a signal to the node is not a signal to its workers.
+                start_new_session=True,
+            )
+        handle = WorkerHandle(worker_id, job_id, generation, slots, process, log_path)
+        self.workers[worker_id] = handle
+        handle.reaper = asyncio.create_task(self._reap(handle))
+        log.info(
+            "worker_started",
+            worker_id=worker_id,
+            job_id=job_id,
+            generation=generation,
+            pid=process.pid,
+        )
+        return handle
+
+    async def stop_worker(self, worker_id: str, force: bool) -> bool:
+        handle = self.workers.get(worker_id)
+        if handle is None or not handle.running:
+            return False
+        handle.process.send_signal(signal.SIGKILL if force else signal.SIGTERM)
+        log.info("worker_stopping", worker_id=worker_id, force=force)
+        return True
+
+    async def _reap(self, handle: WorkerHandle) -> None:
+        code = await handle.process.wait()
+        log.info("worker_exited", worker_id=handle.worker_id, job_id=handle.job_id, code=code)
+
+    async def _register(self) -> None:
+        request = pb.RegisterNodeRequest(
+            node_id=self.node_id, address=self.address, task_slots=self.config.node.task_slots
+        )
+        while True:
+            try:
+                await self.controller.register_node(request)
+                log.info("node_registered", node_id=self.node_id)
+                return
+            except RpcError as err:
+                log.warning("node_register_failed", error=err.message)
+                await asyncio.sleep(self.config.node.heartbeat_interval_s)
+
+    async def _heartbeats(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.node.heartbeat_interval_s)
+            request = pb.HeartbeatNodeRequest(
+                node_id=self.node_id,
+                address=self.address,
+                task_slots=self.config.node.task_slots,
+                worker_ids=[w.worker_id for w in self.workers.values() if w.running],
+            )
+            try:
+                response = await self.controller.heartbeat_node(request)
+            except RpcError as err:
+                log.warning("node_heartbeat_failed", error=err.message)
+                continue
+            if not response.known:
+                await self._register()
+            # Forget workers that exited long enough ago to have been reported.
+            for worker_id, handle in list(self.workers.items()):
+                if not handle.running and worker_id not in request.worker_ids:
+                    del self.workers[worker_id]

@@ -1,0 +1,277 @@
+"""The worker process's control side: registration, heartbeats, and reports to the controller.
+
+A node starts one worker per job run (a *generation*). The worker registers with the controller,
+warms its SparkSession while it waits for ``StartExecution``, runs the program, reports each
+committed micro-batch as a checkpoint, and exits once its run has ended and been reported.
+Reports travel in order through one queue; if the controller is unreachable (it restarts) they
+are retried until it answers, so a restarted controller adopts the worker instead of losing it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from arroyo.config import Config
+from arroyo.errors import ArroyoError, ErrorDomain
+from arroyo.rpc import ControllerClient, RpcError
+from arroyo.sql.program import PipelineProgram
+from arroyo.worker.execution import Execution, Phase
+from arroyo_rpc.v1 import common_pb2 as common
+from arroyo_rpc.v1 import controller_pb2 as pb
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from arroyo.engine.runner import BatchReport
+
+log = structlog.get_logger(__name__)
+
+_DOMAINS = {
+    ErrorDomain.USER: common.ERROR_DOMAIN_USER,
+    ErrorDomain.INTERNAL: common.ERROR_DOMAIN_INTERNAL,
+    ErrorDomain.EXTERNAL: common.ERROR_DOMAIN_EXTERNAL,
+}
+_RETRY_SECONDS = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerIdentity:
+    job_id: str
+    generation: int
+    worker_id: str
+    node_id: str
+    slots: int
+
+    def ref(self) -> common.JobRef:
+        return common.JobRef(
+            job_id=self.job_id, generation=self.generation, worker_id=self.worker_id
+        )
+
+
+def micros(watermark: str | None) -> int:
+    if not watermark:
+        return 0
+    return int(datetime.fromisoformat(watermark.replace("Z", "+00:00")).timestamp() * 1_000_000)
+
+
+class WorkerRuntime:
+    """Owns the worker's execution and its conversation with the controller.
+
+    Created on the event loop; ``start_execution`` and ``stop_execution`` are the gRPC handlers'
+    entry points. ``done`` is set once the run ended and the controller heard of it.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        identity: WorkerIdentity,
+        controller: ControllerClient,
+        address: str,
+    ) -> None:
+        self.config = config
+        self.identity = identity
+        self.controller = controller
+        self.address = address
+        self.execution: Execution | None = None
+        self.done = asyncio.Event()
+        self._loop = asyncio.get_running_loop()
+        self._outbox: asyncio.Queue[Callable[[], Coroutine[Any, Any, Any]]] = asyncio.Queue()
+        self._spark: asyncio.Future[SparkSession] | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def phase(self) -> Phase:
+        return self.execution.phase if self.execution else Phase.IDLE
+
+    async def run(self) -> None:
+        """Warm Spark, register, heartbeat and deliver reports until the run is over."""
+        self._spark = asyncio.ensure_future(asyncio.to_thread(self._session))
+        ref = self.identity.ref()
+        await self._deliver(
+            lambda: self.controller.register_worker(
+                pb.RegisterWorkerRequest(
+                    job=ref,
+                    node_id=self.identity.node_id,
+                    address=self.address,
+                    slots=self.identity.slots,
+                )
+            )
+        )
+        log.info("worker_registered", job_id=ref.job_id, generation=ref.generation)
+        self._tasks = [
+            asyncio.create_task(self._heartbeats()),
+            asyncio.create_task(self._sender()),
+        ]
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        if self.execution is not None and self.phase in (Phase.RUNNING, Phase.STOPPING):
+            self.execution.stop(graceful=True)
+            await asyncio.to_thread(self.execution.join, 60)
+
+    def _session(self) -> SparkSession:
+        from arroyo.engine.session import SessionSettings, get_or_create_session
+
+        return get_or_create_session(
+            SessionSettings(
+                master=self.config.worker.spark_master,
+                parallelism=max(1, self.identity.slots),
+                driver_memory=self.config.worker.driver_memory,
+                app_name=f"arroyo-{self.identity.job_id}",
+            )
+        )
+
+    async def start_execution(
+        self, program_json: str, state_dir: str, restore: bool, interval_micros: int
+    ) -> None:
+        if self.execution is not None:
+            raise ArroyoError("this worker already runs its program", code="already_running")
+        program = PipelineProgram.from_json(program_json)
+        assert self._spark is not None
+        spark = await self._spark
+        self.execution = Execution(
+            spark,
+            program,
+            Path(state_dir),
+            _Reports(self),
+            restore=restore,
+            trigger_interval_ms=interval_micros // 1000,
+        )
+        self.execution.start()
+        log.info("execution_started", job_id=self.identity.job_id, restore=restore)
+
+    def stop_execution(self, *, graceful: bool) -> None:
+        if self.execution is None:
+            self._send_end(pb.WorkerFinishedRequest(job=self.identity.ref()))
+            return
+        self.execution.stop(graceful=graceful)
+
+    # reports, queued in order from the execution thread
+
+    def queue(self, call: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        self._loop.call_soon_threadsafe(self._outbox.put_nowait, call)
+
+    def _send_end(self, request: pb.WorkerFinishedRequest) -> None:
+        self.queue(lambda: self.controller.worker_finished(request))
+        self.queue(self._finish)
+
+    async def _finish(self) -> None:
+        self.done.set()
+
+    async def _sender(self) -> None:
+        while True:
+            call = await self._outbox.get()
+            await self._deliver(call)
+
+    async def _deliver(self, call: Callable[[], Coroutine[Any, Any, Any]]) -> None:
+        """Retry while the controller is unreachable; give up on a refusal (a stale generation:
+        the controller has moved on and this worker's reports no longer matter)."""
+        while True:
+            try:
+                await call()
+                return
+            except RpcError as err:
+                if err.retryable:
+                    await asyncio.sleep(_RETRY_SECONDS)
+                    continue
+                log.warning("report_refused", code=err.code, error=err.message)
+                if err.code == "stale_generation":
+                    self.done.set()
+                return
+
+    async def _heartbeats(self) -> None:
+        interval = self.config.worker.heartbeat_interval_s
+        while True:
+            request = pb.HeartbeatRequest(
+                job=self.identity.ref(),
+                time_micros=time.time_ns() // 1000,
+                address=self.address,
+                phase=str(self.phase),
+            )
+            try:
+                await self.controller.heartbeat(request)
+            except RpcError as err:
+                if not err.retryable:
+                    log.warning("heartbeat_refused", code=err.code)
+                    if err.code == "stale_generation":
+                        # The controller gave this run up; stop at once and exit.
+                        self.stop_execution(graceful=False)
+                        self.done.set()
+            await asyncio.sleep(interval)
+
+
+class _Reports:
+    """The execution's Reporter: turns each event into a queued controller call."""
+
+    def __init__(self, runtime: WorkerRuntime) -> None:
+        self.runtime = runtime
+        self.ref = runtime.identity.ref()
+
+    def started(self) -> None:
+        request = pb.TaskStartedRequest(job=self.ref)
+        self.runtime.queue(lambda: self.runtime.controller.task_started(request))
+
+    def batch(self, report: BatchReport) -> None:
+        now = time.time_ns() // 1000
+        checkpoint = pb.TaskCheckpointCompletedRequest(
+            job=self.ref,
+            query=report.query,
+            epoch=report.batch_id,
+            offsets=[pb.SourceOffset(source=s, offset_json=o) for s, o in report.offsets.items()],
+            watermark_micros=micros(report.watermark),
+            state_rows=report.state_rows,
+            state_bytes=report.state_bytes,
+            duration_micros=report.duration_ms * 1000,
+            rows_in=report.rows_in,
+            finished_micros=now,
+        )
+        metrics = pb.JobMetricsRequest(
+            job=self.ref,
+            time_micros=now,
+            operators=[
+                pb.OperatorMetrics(
+                    query=report.query,
+                    rows_in=report.rows_in,
+                    rows_in_per_second=report.input_rows_per_second,
+                    rows_processed_per_second=report.processed_rows_per_second,
+                    batch_duration_micros=report.duration_ms * 1000,
+                    state_rows=report.state_rows,
+                    state_bytes=report.state_bytes,
+                    dropped_bad_records=report.dropped_bad_records,
+                    watermark_micros=micros(report.watermark),
+                )
+            ],
+        )
+        controller = self.runtime.controller
+        self.runtime.queue(lambda: controller.task_checkpoint_completed(checkpoint))
+        self.runtime.queue(lambda: controller.job_metrics(metrics))
+
+    def finished(self) -> None:
+        request = pb.TaskFinishedRequest(job=self.ref)
+        self.runtime.queue(lambda: self.runtime.controller.task_finished(request))
+        self.runtime._send_end(pb.WorkerFinishedRequest(job=self.ref))
+
+    def stopped(self) -> None:
+        self.runtime._send_end(pb.WorkerFinishedRequest(job=self.ref))
+
+    def failed(self, error: ArroyoError) -> None:
+        request = pb.TaskFailedRequest(
+            job=self.ref,
+            error=common.TaskError(
+                message=error.message,
+                domain=_DOMAINS[error.domain],
+                retryable=error.retryable,
+                details=error.code,
+            ),
+        )
+        self.runtime.queue(lambda: self.runtime.controller.task_failed(request))
+        self.runtime.queue(self.runtime._finish)

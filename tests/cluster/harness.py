@@ -1,0 +1,198 @@
+"""A control plane of real processes for end-to-end tests: ``arroyo controller``, ``compiler``,
+``node`` and ``api``, each started with the environment a deployment would give it, on ports
+this test picks on 127.0.0.1, against a database of the test's choosing.
+
+Waiting is always on a condition with a deadline (``Cluster.until``), polling the REST API as a
+user would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+SERVICES = ("controller", "compiler", "node", "api")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def fresh_postgres_database(server_url: str) -> str:
+    """A new, empty database on the test session's PostgreSQL server."""
+    import asyncpg
+
+    name = f"cluster_{uuid.uuid4().hex[:10]}"
+
+    async def create() -> None:
+        conn = await asyncpg.connect(server_url)
+        try:
+            await conn.execute(f'CREATE DATABASE "{name}"')
+        finally:
+            await conn.close()
+
+    asyncio.run(create())
+    return server_url.rsplit("/", 1)[0] + f"/{name}"
+
+
+@dataclass
+class ApiError(Exception):
+    status: int
+    body: dict[str, Any]
+
+
+@dataclass
+class Cluster:
+    root: Path
+    database_url: str
+    env: dict[str, str] = field(default_factory=dict)
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        ports = {name: (free_port(), free_port()) for name in SERVICES}
+        self.env = {
+            **os.environ,
+            "ARROYO__DATA_DIR": str(self.root / "data"),
+            "ARROYO__DATABASE__URL": self.database_url,
+            "ARROYO__LOGGING__LEVEL": "info",
+            # Failure detection and recovery on a test's time scale.
+            "ARROYO__CONTROLLER__HEARTBEAT_TIMEOUT_S": "6",
+            "ARROYO__CONTROLLER__POLL_INTERVAL_S": "0.2",
+            "ARROYO__CONTROLLER__RESTART_BACKOFF_S": "0.5",
+            "ARROYO__NODE__HEARTBEAT_INTERVAL_S": "0.5",
+            "ARROYO__NODE__TASK_SLOTS": "4",
+            "ARROYO__WORKER__HEARTBEAT_INTERVAL_S": "0.5",
+            "ARROYO__WORKER__DRIVER_MEMORY": "1g",
+        }
+        for name, (port, admin) in ports.items():
+            self.env[f"ARROYO__{name.upper()}__PORT"] = str(port)
+            self.env[f"ARROYO__{name.upper()}__ADMIN_PORT"] = str(admin)
+        self.api_url = f"http://127.0.0.1:{ports['api'][0]}/api/v1"
+        (self.root / "logs").mkdir(parents=True, exist_ok=True)
+
+    def start(self, name: str) -> None:
+        log = (self.root / "logs" / f"{name}.log").open("ab")
+        self.processes[name] = subprocess.Popen(
+            [sys.executable, "-m", "arroyo.cli.main", name],
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=self.root,
+        )
+
+    def stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 120) -> int:
+        process = self.processes.pop(name)
+        process.send_signal(sig)
+        return process.wait(timeout)
+
+    def logs(self) -> str:
+        parts = []
+        for path in sorted((self.root / "logs").glob("*.log")):
+            parts.append(f"--- {path.name}\n{path.read_text(errors='replace')[-4000:]}")
+        for path in sorted((self.root / "data" / "logs").glob("*.log")):
+            parts.append(f"--- {path.name}\n{path.read_text(errors='replace')[-4000:]}")
+        return "\n".join(parts)
+
+    # the REST API, as a user calls it
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            self.api_url + path,
+            data=data,
+            method=method,
+            headers={"content-type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                text = response.read()
+        except urllib.error.HTTPError as err:
+            raise ApiError(err.code, json.loads(err.read() or b"{}")) from None
+        return json.loads(text) if text else None
+
+    def until(self, what: str, probe: Callable[[], T | None], timeout: float = 180) -> T:
+        """Poll ``probe`` until it returns something truthy; fail with the services' logs."""
+        deadline = time.monotonic() + timeout
+        last: object = None
+        while time.monotonic() < deadline:
+            for name, process in self.processes.items():
+                if process.poll() is not None:
+                    raise AssertionError(f"{name} exited ({process.returncode})\n{self.logs()}")
+            try:
+                result = probe()
+            except (ApiError, urllib.error.URLError, ConnectionError) as err:
+                result, last = None, err
+            if result:
+                return result
+            time.sleep(0.2)
+        raise AssertionError(f"timed out waiting for {what} (last: {last})\n{self.logs()}")
+
+    def job(self, pipeline_id: str) -> dict[str, Any]:
+        jobs = self.call("GET", f"/pipelines/{pipeline_id}/jobs")["data"]
+        assert len(jobs) == 1
+        return dict(jobs[0])
+
+    def wait_state(self, pipeline_id: str, *states: str, timeout: float = 180) -> dict[str, Any]:
+        def probe() -> dict[str, Any] | None:
+            job = self.job(pipeline_id)
+            return job if job["state"] in states else None
+
+        return self.until(f"{pipeline_id} in {states}", probe, timeout)
+
+    def checkpoints(self, pipeline_id: str) -> list[dict[str, Any]]:
+        job = self.job(pipeline_id)
+        path = f"/pipelines/{pipeline_id}/jobs/{job['id']}/checkpoints"
+        return list(self.call("GET", path)["data"])
+
+
+@contextmanager
+def running_cluster(root: Path, database_url: str) -> Iterator[Cluster]:
+    cluster = Cluster(root, database_url)
+    try:
+        for name in SERVICES:
+            cluster.start(name)
+        cluster.until("the api", lambda: cluster.call("GET", "/ping"), timeout=60)
+        yield cluster
+    finally:
+        for process in cluster.processes.values():
+            process.send_signal(signal.SIGTERM)
+        for process in cluster.processes.values():
+            try:
+                process.wait(60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        _kill_leftover_workers(root)
+
+
+def _kill_leftover_workers(root: Path) -> None:
+    """Workers run in their own sessions; one a test left behind is killed by its data dir."""
+    out = subprocess.run(
+        ["pgrep", "-f", "arroyo.cli.main.*worker"], capture_output=True, text=True, check=False
+    )
+    for pid in out.stdout.split():
+        try:
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if str(root).encode() in environ:
+            os.kill(int(pid), signal.SIGKILL)

@@ -1,0 +1,165 @@
+"""The control plane end to end: real services as separate processes, real Spark workers, a
+real database (SQLite and PostgreSQL), driven through the REST API as a user drives it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cluster.harness import ApiError, Cluster, fresh_postgres_database, running_cluster
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+# 100 events per second of event time, one per 10 ms: every one-second window counts 100.
+WINDOWED = """
+CREATE TABLE impulse WITH (
+    connector = 'impulse', event_rate = '100', event_time_interval = '10 milliseconds'
+);
+CREATE TABLE counts WITH (connector = 'single_file', path = '{path}', format = 'json',
+    type = 'sink');
+INSERT INTO counts
+SELECT tumble(interval '1 second') AS window, count(*) AS n, min(counter) AS first
+FROM impulse GROUP BY window;
+"""
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'arroyo.db'}"
+    server: str = request.getfixturevalue("postgres_url")
+    return fresh_postgres_database(server)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, database_url: str) -> Iterator[Cluster]:
+    with running_cluster(tmp_path, database_url) as c:
+        yield c
+
+
+def windows(path: Path) -> list[dict[str, object]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def assert_exactly_once(rows: list[dict[str, object]]) -> None:
+    """Consecutive one-second windows, each counted once and whole: no gap, no duplicate."""
+    firsts = [int(str(r["first"])) for r in rows]
+    assert sorted(firsts) == list(range(firsts[0], firsts[0] + 100 * len(rows), 100)), firsts
+    assert all(r["n"] == 100 for r in rows), rows
+
+
+def create(cluster: Cluster, output: Path, name: str = "windows") -> str:
+    pipeline = cluster.call(
+        "POST",
+        "/pipelines",
+        {"name": name, "query": WINDOWED.format(path=output), "parallelism": 1},
+    )
+    return str(pipeline["id"])
+
+
+def test_lifecycle_through_the_api(cluster: Cluster, tmp_path: Path) -> None:
+    output = tmp_path / "out" / "windows.json"
+    pid = create(cluster, output)
+    cluster.wait_state(pid, "Running")
+    cluster.until("two checkpoints", lambda: len(cluster.checkpoints(pid)) >= 2)
+    cluster.until("three windows", lambda: len(windows(output)) >= 3)
+
+    # Stop with a checkpoint, start again: the windows go on with no gap and no duplicate.
+    cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "checkpoint"})
+    cluster.wait_state(pid, "Stopped")
+    before = len(windows(output))
+    cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "none"})
+    cluster.wait_state(pid, "Running")
+    cluster.until("more windows", lambda: len(windows(output)) >= before + 2)
+
+    # Stop at once, restart through the restart endpoint, delete once stopped.
+    cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "immediate"})
+    cluster.wait_state(pid, "Stopped")
+    with pytest.raises(ApiError) as running:
+        cluster.call("POST", f"/pipelines/{pid}/restart", {})
+        cluster.wait_state(pid, "Running")
+        cluster.call("DELETE", f"/pipelines/{pid}")
+    assert running.value.status == 409
+    cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "checkpoint"})
+    cluster.wait_state(pid, "Stopped")
+    assert_exactly_once(windows(output))
+    cluster.call("DELETE", f"/pipelines/{pid}")
+    with pytest.raises(ApiError) as gone:
+        cluster.call("GET", f"/pipelines/{pid}")
+    assert gone.value.status == 404
+
+
+def worker_pid(cluster: Cluster, pid: str) -> int:
+    job = cluster.job(pid)
+    log = cluster.root / "data" / "logs"
+    for line in (cluster.root / "logs" / "node.log").read_text().splitlines():
+        if "worker_started" in line and job["worker_id"] in line:
+            return int(line.split("pid=")[1].split()[0])
+    raise AssertionError(f"no pid for {job['worker_id']} in {log}")
+
+
+def test_recovers_from_a_killed_worker_and_a_restarted_controller(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    output = tmp_path / "out" / "windows.json"
+    pid = create(cluster, output)
+    cluster.wait_state(pid, "Running")
+    cluster.until("two windows", lambda: len(windows(output)) >= 2)
+
+    # kill -9 the worker mid-stream: Recovering, then Running again from the last checkpoint.
+    first = cluster.job(pid)
+    os.kill(worker_pid(cluster, pid), signal.SIGKILL)
+    cluster.until(
+        "a new generation running",
+        lambda: (
+            (j := cluster.job(pid))["state"] == "Running" and j["generation"] > first["generation"]
+        ),
+    )
+    seen = len(windows(output))
+    cluster.until("windows after recovery", lambda: len(windows(output)) >= seen + 2)
+
+    # Restart the controller while the job runs: the job keeps its worker and its output.
+    running = cluster.job(pid)
+    assert cluster.stop("controller") == 0
+    cluster.start("controller")
+    seen = len(windows(output))
+    cluster.until("windows after the controller restart", lambda: len(windows(output)) >= seen + 2)
+    assert cluster.job(pid)["generation"] == running["generation"]
+    assert cluster.job(pid)["state"] == "Running"
+
+    cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "checkpoint"})
+    cluster.wait_state(pid, "Stopped")
+    assert_exactly_once(windows(output))
+    errors = cluster.call("GET", f"/pipelines/{pid}/jobs/{running['id']}/errors")["data"]
+    assert any("worker" in e["message"] for e in errors), errors
+
+
+def test_bad_queries_and_failing_jobs_reach_the_user(cluster: Cluster, tmp_path: Path) -> None:
+    bad = "CREATE TABLE t WITH (connector = 'impulse', event_rate = '1');\nSELEC * FROM t;"
+    result = cluster.call("POST", "/pipelines/validate_query", {"query": bad})
+    assert result["errors"] and result["errors"][0]["line"] == 2
+    with pytest.raises(ApiError) as refused:
+        cluster.call("POST", "/pipelines", {"name": "bad", "query": bad})
+    assert refused.value.status == 400
+    assert cluster.call("GET", "/pipelines")["data"] == []
+
+    # A job whose input is bad data with bad_data = 'fail' fails, and says why.
+    source = tmp_path / "in.json"
+    source.write_text('{"x": 1}\nnot json\n')
+    query = f"""
+    CREATE TABLE src (x BIGINT) WITH (connector = 'single_file', path = '{source}',
+        format = 'json', type = 'source');
+    CREATE TABLE out WITH (connector = 'single_file', path = '{tmp_path / "o.json"}',
+        format = 'json', type = 'sink');
+    INSERT INTO out SELECT x FROM src;
+    """
+    pid = cluster.call("POST", "/pipelines", {"name": "fails", "query": query})["id"]
+    job = cluster.wait_state(pid, "Failed")
+    assert "bad data" in job["failure_message"], job
