@@ -6,6 +6,7 @@ import asyncio
 from datetime import datetime
 
 import inflection
+
 from arroyo_udf import udaf, udf
 
 
