@@ -141,7 +141,7 @@ def load_config(
         layers.append((str(path), _read_toml(path)))
     layers.append(("environment", _from_env(os.environ if environ is None else environ)))
     if overrides:
-        layers.append(("command line", _nest(dict(overrides))))
+        layers.append(("command line", _nest(dict(overrides), "command line")))
     for name, layer in layers:
         try:
             Config.model_validate(_merge(merged, layer))
@@ -164,16 +164,22 @@ def _from_env(environ: Mapping[str, str]) -> dict[str, Any]:
         for key, value in environ.items()
         if key.startswith(ENV_PREFIX)
     }
-    return _nest(flat)
+    return _nest(flat, "environment")
 
 
-def _nest(flat: dict[str, Any]) -> dict[str, Any]:
+def _nest(flat: dict[str, Any], layer: str) -> dict[str, Any]:
     nested: dict[str, Any] = {}
     for dotted, value in flat.items():
         parts = dotted.split(".")
         node = nested
-        for part in parts[:-1]:
+        for depth, part in enumerate(parts[:-1], start=1):
             node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                raise ConfigError(
+                    f"{layer}: {'.'.join(parts[:depth])} is both a value and a section"
+                )
+        if isinstance(node.get(parts[-1]), dict):
+            raise ConfigError(f"{layer}: {dotted} is both a value and a section")
         node[parts[-1]] = value
     return nested
 

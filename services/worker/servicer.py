@@ -20,8 +20,20 @@ _PHASES = {
 
 
 class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):  # type: ignore[misc]
-    def __init__(self, runtime: WorkerRuntime) -> None:
-        self.runtime = runtime
+    """Created before the runtime exists (the runtime needs the server's bound address);
+    ``runtime`` is set at startup, before the worker registers, so no call precedes it."""
+
+    def __init__(self) -> None:
+        self._runtime: WorkerRuntime | None = None
+
+    @property
+    def runtime(self) -> WorkerRuntime:
+        assert self._runtime is not None, "the worker has not registered yet"
+        return self._runtime
+
+    @runtime.setter
+    def runtime(self, value: WorkerRuntime) -> None:
+        self._runtime = value
 
     async def StartExecution(self, request: pb.StartExecutionRequest, context: Any) -> Any:
         await self.runtime.start_execution(

@@ -37,8 +37,8 @@ class _Service:
         self.started_at = time.monotonic()
 
 
-def run_cluster(config: Config, config_path: Path | None, log_args: list[str]) -> int:
-    base = [sys.executable, "-m", "arroyo.cli.main", *log_args]
+def run_cluster(config: Config, config_path: Path | None) -> int:
+    base = [sys.executable, "-m", "arroyo.cli.main"]
     if config_path is not None:
         base += ["--config", str(config_path)]
     services = [_Service(name, [*base, name]) for name in SERVICES]

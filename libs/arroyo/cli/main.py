@@ -17,6 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
+from arroyo.cli.services import SERVICES, add_worker_arguments, run_service
 from arroyo.errors import ArroyoError, PlanningError
 from arroyo.logging import configure_logging
 from arroyo.sql.program import PipelineProgram
@@ -31,6 +32,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="arroyo", description="Streaming SQL on Spark")
     parser.add_argument("--log-level", default="warning", help="debug, info, warning, error")
     parser.add_argument("--log-json", action="store_true", help="logs as JSON lines")
+    parser.add_argument("--config", type=Path, help="a TOML config file (see arroyo.config)")
+    # `--config` is accepted after the subcommand too; SUPPRESS keeps the global one otherwise.
+    config_option = argparse.ArgumentParser(add_help=False)
+    config_option.add_argument("--config", type=Path, default=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run a pipeline on local Spark")
     validate = sub.add_parser("validate", help="plan a query without running it")
@@ -44,12 +49,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="checkpoints live here; run again with it to resume "
         "(default: a fresh temporary directory)",
     )
-    migrate = sub.add_parser("migrate", help="create or update the control plane's database")
-    migrate.add_argument("--config", type=Path, help="a TOML config file (see arroyo.config)")
+    sub.add_parser(
+        "migrate", parents=[config_option], help="create or update the control plane's database"
+    )
+    sub.add_parser(
+        "cluster",
+        parents=[config_option],
+        help="api, controller, compiler and a node on this machine (SQLite, local Spark)",
+    )
+    for name, what in SERVICES.items():
+        service = sub.add_parser(name, parents=[config_option], help=f"run the {what}")
+        if name == "worker":
+            add_worker_arguments(service)
     args = parser.parse_args(argv)
     configure_logging(args.log_level, args.log_json)
     if args.command == "migrate":
         return _migrate(args.config)
+    if args.command in SERVICES or args.command == "cluster":
+        return run_service(args)
     sql = sys.stdin.read() if args.query == "-" else Path(args.query).read_text()
     source_name = "<stdin>" if args.query == "-" else args.query
     try:

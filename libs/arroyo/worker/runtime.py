@@ -1,7 +1,7 @@
 """The worker process's control side: registration, heartbeats, and reports to the controller.
 
-A node starts one worker per job run (a *generation*). The worker registers with the controller,
-warms its SparkSession while it waits for ``StartExecution``, runs the program, reports each
+A node starts one worker per job run (a *generation*). The worker starts its SparkSession,
+registers with the controller, waits for ``StartExecution``, runs the program, reports each
 committed micro-batch as a checkpoint, and exits once its run has ended and been reported.
 Reports travel in order through one queue; if the controller is unreachable (it restarts) they
 are retried until it answers, so a restarted controller adopts the worker instead of losing it.
@@ -75,7 +75,9 @@ class WorkerRuntime:
         identity: WorkerIdentity,
         controller: ControllerClient,
         address: str,
+        spark: SparkSession,
     ) -> None:
+        self.spark = spark
         self.config = config
         self.identity = identity
         self.controller = controller
@@ -84,7 +86,6 @@ class WorkerRuntime:
         self.done = asyncio.Event()
         self._loop = asyncio.get_running_loop()
         self._outbox: asyncio.Queue[Callable[[], Coroutine[Any, Any, Any]]] = asyncio.Queue()
-        self._spark: asyncio.Future[SparkSession] | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     @property
@@ -92,8 +93,7 @@ class WorkerRuntime:
         return self.execution.phase if self.execution else Phase.IDLE
 
     async def run(self) -> None:
-        """Warm Spark, register, heartbeat and deliver reports until the run is over."""
-        self._spark = asyncio.ensure_future(asyncio.to_thread(self._session))
+        """Register, then heartbeat and deliver reports until the run is over."""
         ref = self.identity.ref()
         await self._deliver(
             lambda: self.controller.register_worker(
@@ -118,28 +118,14 @@ class WorkerRuntime:
             self.execution.stop(graceful=True)
             await asyncio.to_thread(self.execution.join, 60)
 
-    def _session(self) -> SparkSession:
-        from arroyo.engine.session import SessionSettings, get_or_create_session
-
-        return get_or_create_session(
-            SessionSettings(
-                master=self.config.worker.spark_master,
-                parallelism=max(1, self.identity.slots),
-                driver_memory=self.config.worker.driver_memory,
-                app_name=f"arroyo-{self.identity.job_id}",
-            )
-        )
-
     async def start_execution(
         self, program_json: str, state_dir: str, restore: bool, interval_micros: int
     ) -> None:
         if self.execution is not None:
             raise ArroyoError("this worker already runs its program", code="already_running")
         program = PipelineProgram.from_json(program_json)
-        assert self._spark is not None
-        spark = await self._spark
         self.execution = Execution(
-            spark,
+            self.spark,
             program,
             Path(state_dir),
             _Reports(self),

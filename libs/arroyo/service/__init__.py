@@ -1,0 +1,21 @@
+"""The service bootstrap: what every service's ``main`` calls (see ``bootstrap``)."""
+
+from arroyo.service.bootstrap import (
+    DEFAULT_GRACE_S,
+    Listen,
+    RunningService,
+    ServiceError,
+    serve,
+    start,
+    tracer_provider_for,
+)
+
+__all__ = [
+    "DEFAULT_GRACE_S",
+    "Listen",
+    "RunningService",
+    "ServiceError",
+    "serve",
+    "start",
+    "tracer_provider_for",
+]

@@ -1,0 +1,46 @@
+"""``arroyo node``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from arroyo.config import Config
+from arroyo.node import NodeRuntime
+from arroyo.rpc import ControllerClient
+from arroyo.service import Listen, RunningService, serve
+from arroyo_rpc.v1 import node_pb2_grpc
+
+from .servicer import NodeServicer
+
+
+def main(config: Config, args: argparse.Namespace) -> int:
+    asyncio.run(_serve(config, args))
+    return 0
+
+
+async def _serve(config: Config, args: argparse.Namespace) -> None:
+    controller = ControllerClient(config.controller.dial())
+    runtime = NodeRuntime(config, controller, "", args.config)
+
+    async def startup(running: RunningService) -> None:
+        # Registered under the address the server actually bound (the port may be 0).
+        assert running.grpc_address is not None
+        runtime.address = config.node.address or running.grpc_address
+        await runtime.run()
+
+    async def shutdown() -> None:
+        await runtime.close()
+        await controller.close()
+
+    await serve(
+        "node",
+        config,
+        listen=Listen.of(config.node),
+        register=lambda server: node_pb2_grpc.add_NodeServiceServicer_to_server(
+            NodeServicer(runtime), server
+        ),
+        startup=startup,
+        shutdown=shutdown,
+        status=lambda: {"node_id": runtime.node_id, "free_slots": runtime.free_slots},
+    )

@@ -1,0 +1,75 @@
+"""``arroyo worker``: started by a node, one per job run."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from typing import TYPE_CHECKING
+
+from arroyo.config import Config
+from arroyo.rpc import ControllerClient
+from arroyo.service import Listen, RunningService, serve
+from arroyo.worker import WorkerIdentity, WorkerRuntime
+from arroyo_rpc.v1 import worker_pb2_grpc
+
+from .servicer import WorkerServicer
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def main(config: Config, args: argparse.Namespace) -> int:
+    from arroyo.engine.session import SessionSettings, get_or_create_session
+
+    # Before any gRPC thread exists: PySpark forks the JVM's launcher with a preexec_fn, which
+    # can deadlock in a process whose other threads hold locks at the fork.
+    spark = get_or_create_session(
+        SessionSettings(
+            master=config.worker.spark_master,
+            parallelism=max(1, args.slots),
+            driver_memory=config.worker.driver_memory,
+            app_name=f"arroyo-{args.job_id}",
+        )
+    )
+    asyncio.run(_serve(config, args, spark))
+    return 0
+
+
+async def _serve(config: Config, args: argparse.Namespace, spark: SparkSession) -> None:
+    identity = WorkerIdentity(
+        args.job_id, args.generation, args.worker_id, args.node_id, args.slots
+    )
+    controller = ControllerClient(args.controller)
+    runtime: list[WorkerRuntime] = []
+    servicer = WorkerServicer()
+
+    async def startup(running: RunningService) -> None:
+        assert running.grpc_address is not None
+        worker = WorkerRuntime(config, identity, controller, running.grpc_address, spark)
+        servicer.runtime = worker
+        runtime.append(worker)
+        await worker.run()
+
+        async def exit_when_done() -> None:
+            await worker.done.wait()
+            running.request_stop("run over")
+
+        running_tasks.append(asyncio.create_task(exit_when_done()))
+
+    async def shutdown() -> None:
+        for worker in runtime:
+            await worker.close()
+        await controller.close()
+
+    running_tasks: list[asyncio.Task[None]] = []
+    await serve(
+        "worker",
+        config,
+        listen=Listen(config.worker.bind_host, 0, 0),
+        register=lambda server: worker_pb2_grpc.add_WorkerServiceServicer_to_server(
+            servicer, server
+        ),
+        startup=startup,
+        shutdown=shutdown,
+        status=lambda: {"job_id": identity.job_id, "generation": identity.generation},
+    )

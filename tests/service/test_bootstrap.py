@@ -1,0 +1,391 @@
+"""arroyo.service: admin HTTP, hooks, graceful stop, and a real service process under signals."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import grpc
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from arroyo.config import Config, load_config
+from arroyo.errors import ArroyoError
+from arroyo.rpc import RpcError, WorkerClient
+from arroyo.service import Listen, RunningService, ServiceError, start
+from arroyo_rpc.v1 import worker_pb2, worker_pb2_grpc
+from tests.service import serving
+
+# Deadline for anything a test waits on (a process starting, a shutdown): generous, never slept.
+WAIT_S = 30.0
+
+
+class Worker(worker_pb2_grpc.WorkerServiceServicer):
+    """GetWorkerPhase answers at once; StopExecution waits until the test releases it."""
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+        self.release = asyncio.Event()
+        self.events: list[str] = []
+
+    async def GetWorkerPhase(
+        self, request: worker_pb2.GetWorkerPhaseRequest, context: Any
+    ) -> worker_pb2.GetWorkerPhaseResponse:
+        return worker_pb2.GetWorkerPhaseResponse(phase=worker_pb2.WORKER_PHASE_IDLE)
+
+    async def StopExecution(
+        self, request: worker_pb2.StopExecutionRequest, context: Any
+    ) -> worker_pb2.StopExecutionResponse:
+        self.entered.set()
+        await self.release.wait()
+        self.events.append("in-flight rpc finished")
+        return worker_pb2.StopExecutionResponse()
+
+
+def hosting(worker: Worker) -> tuple[Any, Worker]:
+    return (worker_pb2_grpc.add_WorkerServiceServicer_to_server, worker)
+
+
+async def get(url: str) -> tuple[int, str, str]:
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return response.status, response.headers["Content-Type"], await response.text()
+
+
+def test_status_answers_with_the_service_and_its_hook() -> None:
+    async def scenario() -> tuple[RunningService, int, dict[str, Any]]:
+        async with serving(hosting(Worker()), status=lambda: {"jobs_running": 2}) as running:
+            code, content_type, text = await get(f"http://127.0.0.1:{running.admin_port}/status")
+            assert content_type.startswith("application/json")
+            return running, code, json.loads(text)
+
+    running, code, body = asyncio.run(scenario())
+    assert code == 200
+    assert body == {
+        "service": "test-service",
+        "pid": os.getpid(),
+        "uptime_s": body["uptime_s"],
+        "state": "serving",
+        "grpc_port": running.grpc_port,
+        "admin_port": running.admin_port,
+        "jobs_running": 2,
+    }
+    assert body["uptime_s"] >= 0
+
+
+def test_a_failing_status_hook_answers_500() -> None:
+    def broken() -> dict[str, object]:
+        raise RuntimeError("database gone")
+
+    async def scenario() -> tuple[int, dict[str, Any]]:
+        async with serving(status=broken) as running:
+            code, _, text = await get(f"http://127.0.0.1:{running.admin_port}/status")
+            return code, json.loads(text)
+
+    code, body = asyncio.run(scenario())
+    assert code == 500
+    assert body["error"] == "RuntimeError: database gone"
+    assert body["service"] == "test-service"
+
+
+def test_metrics_count_the_rpcs_served() -> None:
+    async def scenario() -> tuple[str, str]:
+        async with serving(hosting(Worker())) as running:
+            async with WorkerClient(running.grpc_address) as client:
+                for _ in range(3):
+                    await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
+            code, content_type, text = await get(f"http://127.0.0.1:{running.admin_port}/metrics")
+            assert code == 200
+            return content_type, text
+
+    before = _handled("GetWorkerPhase")
+    content_type, text = asyncio.run(scenario())
+    assert content_type.startswith("text/plain")
+    # The default registry is per process: count what this test added.
+    assert _handled("GetWorkerPhase", text) == before + 3
+    assert "arroyo_rpc_server_handling_seconds_bucket" in text
+
+
+def _handled(method: str, text: str | None = None) -> float:
+    if text is None:
+        from prometheus_client import REGISTRY, generate_latest
+
+        text = generate_latest(REGISTRY).decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if (
+                sample.name == "arroyo_rpc_server_handled_total"
+                and sample.labels["grpc_method"] == method
+                and sample.labels["grpc_code"] == "OK"
+            ):
+                return sample.value
+    return 0.0
+
+
+def test_startup_runs_with_both_servers_answering() -> None:
+    seen: dict[str, object] = {}
+
+    async def startup(running: RunningService) -> None:
+        # A node registers its own address with the controller here: it must already answer.
+        async with WorkerClient(running.grpc_address) as client:
+            phase = await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
+        status, _, _ = await get(f"http://127.0.0.1:{running.admin_port}/status")
+        seen.update(phase=phase.phase, status=status, grpc_port=running.grpc_port)
+
+    async def scenario() -> RunningService:
+        running = await start(
+            "startup-probe",
+            Config(),
+            listen=Listen(),
+            register=lambda server: worker_pb2_grpc.add_WorkerServiceServicer_to_server(
+                Worker(), server
+            ),
+            startup=startup,
+        )
+        await running.stop(grace_s=0)
+        return running
+
+    running = asyncio.run(scenario())
+    assert seen == {
+        "phase": worker_pb2.WORKER_PHASE_IDLE,
+        "status": 200,
+        "grpc_port": running.grpc_port,
+    }
+    assert running.grpc_port not in (None, 0)
+
+
+def test_a_failing_startup_releases_the_ports_and_skips_shutdown() -> None:
+    class NoDatabaseError(ArroyoError):
+        code = "no_database"
+
+    shut_down: list[str] = []
+    bound: dict[str, int | None] = {}
+
+    async def startup(running: RunningService) -> None:
+        bound.update(grpc=running.grpc_port, admin=running.admin_port)
+        raise NoDatabaseError("cannot reach the database")
+
+    async def shutdown() -> None:
+        shut_down.append("ran")
+
+    async def scenario() -> None:
+        with pytest.raises(NoDatabaseError):
+            await start("doomed", Config(), listen=Listen(), startup=startup, shutdown=shutdown)
+        # Both ports are free again: a new service binds them.
+        again = await start(
+            "successor",
+            Config(),
+            listen=Listen(grpc_port=bound["grpc"], admin_port=bound["admin"] or 0),
+        )
+        await again.stop(grace_s=0)
+
+    asyncio.run(scenario())
+    assert shut_down == []
+
+
+def test_stop_refuses_new_rpcs_finishes_in_flight_ones_then_runs_shutdown() -> None:
+    worker = Worker()
+
+    async def shutdown() -> None:
+        worker.events.append("shutdown hook")
+
+    async def scenario() -> None:
+        running = await start(
+            "graceful",
+            Config(),
+            listen=Listen(),
+            register=lambda server: worker_pb2_grpc.add_WorkerServiceServicer_to_server(
+                worker, server
+            ),
+            shutdown=shutdown,
+        )
+        async with WorkerClient(running.grpc_address) as client:
+            in_flight = asyncio.create_task(
+                client.stop_execution(worker_pb2.StopExecutionRequest(), timeout_s=WAIT_S)
+            )
+            await asyncio.wait_for(worker.entered.wait(), WAIT_S)
+            stopping = asyncio.create_task(running.stop(grace_s=WAIT_S))
+            await _until_refused(client)
+            assert not stopping.done()
+            worker.release.set()
+            await in_flight
+            await asyncio.wait_for(stopping, WAIT_S)
+            # A second stop returns at once.
+            await running.stop()
+
+    asyncio.run(scenario())
+    assert worker.events == ["in-flight rpc finished", "shutdown hook"]
+
+
+async def _until_refused(client: WorkerClient) -> None:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest(), timeout_s=1)
+        except RpcError as err:
+            assert err.code == "unavailable"
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the stopping server kept accepting RPCs")
+
+
+def test_a_failing_shutdown_hook_still_stops_the_admin_server_then_raises() -> None:
+    class FlushError(ArroyoError):
+        code = "flush_failed"
+
+    async def shutdown() -> None:
+        raise FlushError("could not flush")
+
+    async def scenario() -> int:
+        running = await start("leaky", Config(), listen=Listen(grpc_port=None), shutdown=shutdown)
+        with pytest.raises(FlushError):
+            await running.stop(grace_s=0)
+        return running.admin_port
+
+    admin_port = asyncio.run(scenario())
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"http://127.0.0.1:{admin_port}/status", timeout=5)
+
+
+def test_a_taken_port_is_refused() -> None:
+    async def scenario() -> tuple[ServiceError, ServiceError]:
+        async with serving() as first:
+            with pytest.raises(ServiceError) as grpc_taken:
+                await start("second", Config(), listen=Listen(grpc_port=first.grpc_port))
+            with pytest.raises(ServiceError) as admin_taken:
+                await start("second", Config(), listen=Listen(admin_port=first.admin_port))
+        return grpc_taken.value, admin_taken.value
+
+    grpc_taken, admin_taken = asyncio.run(scenario())
+    assert grpc_taken.code == admin_taken.code == "service_start_failed"
+
+
+def test_servicers_need_a_grpc_port() -> None:
+    with pytest.raises(ValueError, match="no gRPC port"):
+        asyncio.run(
+            start("confused", Config(), listen=Listen(grpc_port=None), register=lambda _: None)
+        )
+
+
+def test_listen_of_a_config_section() -> None:
+    config = load_config(
+        environ={"ARROYO__CONTROLLER__BIND_HOST": "0.0.0.0", "ARROYO__CONTROLLER__PORT": "7000"},
+        cwd=Path("/nonexistent"),
+    )
+    assert Listen.of(config.controller) == Listen("0.0.0.0", 7000, 5126)
+
+
+# A service process with no servicers: the smallest main there is. argv: ports file, then
+# "self-stop" to have the service end itself (as a worker does when its job ends).
+SERVICE_SCRIPT = """
+import asyncio, sys
+from pathlib import Path
+from arroyo.config import load_config
+from arroyo.service import Listen, serve
+
+async def startup(running):
+    if sys.argv[2:] == ["self-stop"]:
+        running.request_stop("job finished")
+
+asyncio.run(serve("probe", load_config(), listen=Listen(), startup=startup,
+                  ports_file=Path(sys.argv[1])))
+"""
+
+
+def run_service(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], Path]:
+    ports_file = tmp_path / "probe.ports.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ARROYO__")}
+    env |= {"ARROYO__LOGGING__JSON": "true", "ARROYO__LOGGING__LEVEL": "info"}
+    process = subprocess.Popen(
+        [sys.executable, "-c", SERVICE_SCRIPT, str(ports_file), *args],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return process, ports_file
+
+
+def wait_for_ports(process: subprocess.Popen[str], ports_file: Path) -> dict[str, Any]:
+    deadline = time.monotonic() + WAIT_S
+    while not ports_file.exists():
+        if process.poll() is not None:
+            _, stderr = process.communicate()
+            raise AssertionError(f"service exited {process.returncode}:\n{stderr}")
+        if time.monotonic() > deadline:
+            process.kill()
+            raise AssertionError("service did not write its ports file")
+        time.sleep(0.02)
+    ports: dict[str, Any] = json.loads(ports_file.read_text())
+    return ports
+
+
+def log_events(stderr: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_service_process_exits_0_after_a_signal(tmp_path: Path, sig: signal.Signals) -> None:
+    process, ports_file = run_service(tmp_path)
+    try:
+        ports = wait_for_ports(process, ports_file)
+        assert ports["service"] == "probe" and ports["pid"] == process.pid
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{ports['admin_port']}/status", timeout=5
+        ) as response:
+            assert json.load(response)["pid"] == process.pid
+        # The gRPC server is up and hosts nothing: an unknown method, translated.
+        err = asyncio.run(_call_unimplemented(f"127.0.0.1:{ports['grpc_port']}"))
+        assert (err.code, err.status) == ("unimplemented", grpc.StatusCode.UNIMPLEMENTED)
+        process.send_signal(sig)
+        _, stderr = process.communicate(timeout=WAIT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, stderr
+    events = log_events(stderr)
+    names = [e["event"] for e in events]
+    assert names.index("service_started") < names.index("service_stopped")
+    started = next(e for e in events if e["event"] == "service_started")
+    assert (started["grpc_port"], started["admin_port"]) == (
+        ports["grpc_port"],
+        ports["admin_port"],
+    )
+    requested = next(e for e in events if e["event"] == "service_stop_requested")
+    assert requested["reason"] == sig.name
+    assert all(e["service"] == "probe" for e in events)
+    assert not ports_file.exists()
+
+
+def test_a_service_process_that_stops_itself_exits_0(tmp_path: Path) -> None:
+    process, ports_file = run_service(tmp_path, "self-stop")
+    try:
+        _, stderr = process.communicate(timeout=WAIT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 0, stderr
+    events = log_events(stderr)
+    assert [e["reason"] for e in events if e["event"] == "service_stop_requested"] == [
+        "job finished"
+    ]
+    assert "service_stopped" in [e["event"] for e in events]
+    assert not ports_file.exists()
+
+
+async def _call_unimplemented(address: str) -> RpcError:
+    async with WorkerClient(address, timeout_s=WAIT_S) as client:
+        with pytest.raises(RpcError) as caught:
+            await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
+        return caught.value

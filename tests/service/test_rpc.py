@@ -1,0 +1,336 @@
+"""arroyo.rpc over real gRPC servers: error translation both ways, deadlines, streams, tracing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import grpc
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from arroyo.errors import ArroyoError, ErrorDomain
+from arroyo.rpc import ControllerClient, RpcError, WorkerClient, channel, status_for
+from arroyo_rpc.v1 import (
+    common_pb2,
+    controller_pb2,
+    controller_pb2_grpc,
+    worker_pb2,
+    worker_pb2_grpc,
+)
+from tests.service import serving, unused_port
+
+
+class JobNotFoundError(ArroyoError):
+    code = "not_found"
+    domain = ErrorDomain.USER
+
+
+class BadQueryError(ArroyoError):
+    code = "bad_query"
+    domain = ErrorDomain.USER
+
+
+class StaleGenerationError(ArroyoError):
+    code = "stale_generation"
+
+
+class KafkaDownError(ArroyoError):
+    code = "kafka_down"
+    domain = ErrorDomain.EXTERNAL
+    retryable = True
+
+
+class Worker(worker_pb2_grpc.WorkerServiceServicer):
+    """Answers GetWorkerPhase; StartExecution fails as the request's job_id says."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+
+    async def GetWorkerPhase(
+        self, request: worker_pb2.GetWorkerPhaseRequest, context: Any
+    ) -> worker_pb2.GetWorkerPhaseResponse:
+        return worker_pb2.GetWorkerPhaseResponse(
+            job=common_pb2.JobRef(job_id="job-1", generation=3),
+            phase=worker_pb2.WORKER_PHASE_RUNNING,
+        )
+
+    async def StartExecution(
+        self, request: worker_pb2.StartExecutionRequest, context: Any
+    ) -> worker_pb2.StartExecutionResponse:
+        match request.job.job_id:
+            case "missing":
+                raise JobNotFoundError("no job missing")
+            case "bad":
+                raise BadQueryError("no such table")
+            case "stale":
+                raise StaleGenerationError("generation 2 is not current")
+            case "flaky":
+                raise KafkaDownError("broker unreachable")
+            case "broken":
+                raise ArroyoError("invariant violated")
+            case "bug":
+                raise RuntimeError("servicer bug")
+            case "relay":
+                # A call to a peer that is down: its RpcError travels on unchanged.
+                async with WorkerClient(f"127.0.0.1:{unused_port()}") as peer:
+                    await peer.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
+        return worker_pb2.StartExecutionResponse()
+
+    async def StopExecution(
+        self, request: worker_pb2.StopExecutionRequest, context: Any
+    ) -> worker_pb2.StopExecutionResponse:
+        await self.release.wait()
+        return worker_pb2.StopExecutionResponse()
+
+
+class Controller(controller_pb2_grpc.ControllerServiceServicer):
+    """SubscribeToOutput: three batches then done, or one then not_found, or endless."""
+
+    def __init__(self) -> None:
+        self.stream_closed = asyncio.Event()
+
+    async def SubscribeToOutput(
+        self, request: controller_pb2.SubscribeToOutputRequest, context: Any
+    ) -> AsyncIterator[controller_pb2.SubscribeToOutputResponse]:
+        try:
+            if request.job_id == "endless":
+                batch = 0
+                while True:
+                    yield controller_pb2.SubscribeToOutputResponse(query="q", rows=[str(batch)])
+                    batch += 1
+                    await asyncio.sleep(0)
+            yield controller_pb2.SubscribeToOutputResponse(query="q", rows=['{"a":1}'])
+            if request.job_id == "vanishing":
+                raise JobNotFoundError("job vanishing was deleted")
+            yield controller_pb2.SubscribeToOutputResponse(query="q", rows=['{"a":2}'])
+            yield controller_pb2.SubscribeToOutputResponse(query="q", done=True)
+        finally:
+            self.stream_closed.set()
+
+
+def start_request(job_id: str) -> worker_pb2.StartExecutionRequest:
+    return worker_pb2.StartExecutionRequest(job=common_pb2.JobRef(job_id=job_id, generation=1))
+
+
+@pytest.mark.parametrize(
+    ("job_id", "code", "domain", "retryable", "status"),
+    [
+        ("missing", "not_found", ErrorDomain.USER, False, grpc.StatusCode.NOT_FOUND),
+        ("bad", "bad_query", ErrorDomain.USER, False, grpc.StatusCode.INVALID_ARGUMENT),
+        (
+            "stale",
+            "stale_generation",
+            ErrorDomain.INTERNAL,
+            False,
+            grpc.StatusCode.FAILED_PRECONDITION,
+        ),
+        ("flaky", "kafka_down", ErrorDomain.EXTERNAL, True, grpc.StatusCode.UNAVAILABLE),
+        ("broken", "internal", ErrorDomain.INTERNAL, False, grpc.StatusCode.INTERNAL),
+        ("bug", "internal", ErrorDomain.INTERNAL, False, grpc.StatusCode.INTERNAL),
+        ("relay", "unavailable", ErrorDomain.EXTERNAL, True, grpc.StatusCode.UNAVAILABLE),
+    ],
+)
+def test_servicer_errors_reach_the_caller_as_rpc_errors(
+    job_id: str, code: str, domain: ErrorDomain, retryable: bool, status: Any
+) -> None:
+    async def scenario() -> RpcError:
+        async with (
+            serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker())) as running,
+            WorkerClient(running.grpc_address) as client,
+        ):
+            with pytest.raises(RpcError) as caught:
+                await client.start_execution(start_request(job_id))
+            # The service keeps answering after a failed call.
+            phase = await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
+            assert phase.phase == worker_pb2.WORKER_PHASE_RUNNING
+            return caught.value
+
+    err = asyncio.run(scenario())
+    assert (err.code, err.domain, err.retryable, err.status) == (code, domain, retryable, status)
+    assert isinstance(err.__cause__, grpc.aio.AioRpcError)
+
+
+def test_a_successful_call_returns_the_generated_message() -> None:
+    async def scenario() -> worker_pb2.GetWorkerPhaseResponse:
+        async with (
+            serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker())) as running,
+            WorkerClient(running.grpc_address) as client,
+        ):
+            return await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
+
+    response = asyncio.run(scenario())
+    assert isinstance(response, worker_pb2.GetWorkerPhaseResponse)
+    assert (response.job.job_id, response.job.generation) == ("job-1", 3)
+
+
+def test_an_unreachable_peer_is_unavailable_and_retryable() -> None:
+    async def scenario() -> RpcError:
+        async with WorkerClient(f"127.0.0.1:{unused_port()}", timeout_s=5) as client:
+            with pytest.raises(RpcError) as caught:
+                await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
+            return caught.value
+
+    err = asyncio.run(scenario())
+    assert (err.code, err.domain, err.retryable) == ("unavailable", ErrorDomain.EXTERNAL, True)
+    assert err.status == grpc.StatusCode.UNAVAILABLE
+
+
+def test_a_missed_deadline_is_unavailable_and_retryable() -> None:
+    worker = Worker()
+
+    async def scenario() -> RpcError:
+        async with (
+            serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, worker)) as running,
+            WorkerClient(running.grpc_address) as client,
+        ):
+            with pytest.raises(RpcError) as caught:
+                # StopExecution waits for `release`, which nobody sets.
+                await client.stop_execution(worker_pb2.StopExecutionRequest(), timeout_s=0.2)
+            return caught.value
+
+    err = asyncio.run(scenario())
+    assert (err.code, err.domain, err.retryable) == ("unavailable", ErrorDomain.EXTERNAL, True)
+    assert err.status == grpc.StatusCode.DEADLINE_EXCEEDED
+
+
+def test_a_stream_yields_every_response_in_order() -> None:
+    async def scenario() -> list[controller_pb2.SubscribeToOutputResponse]:
+        async with (
+            serving(
+                (controller_pb2_grpc.add_ControllerServiceServicer_to_server, Controller())
+            ) as running,
+            ControllerClient(running.grpc_address) as client,
+        ):
+            request = controller_pb2.SubscribeToOutputRequest(job_id="job-1")
+            return [response async for response in client.subscribe_to_output(request)]
+
+    responses = asyncio.run(scenario())
+    assert [list(r.rows) for r in responses] == [['{"a":1}'], ['{"a":2}'], []]
+    assert [r.done for r in responses] == [False, False, True]
+
+
+def test_a_stream_that_fails_raises_after_what_it_sent() -> None:
+    async def scenario() -> tuple[list[str], RpcError]:
+        received: list[str] = []
+        async with (
+            serving(
+                (controller_pb2_grpc.add_ControllerServiceServicer_to_server, Controller())
+            ) as running,
+            ControllerClient(running.grpc_address) as client,
+        ):
+            request = controller_pb2.SubscribeToOutputRequest(job_id="vanishing")
+            with pytest.raises(RpcError) as caught:
+                async for response in client.subscribe_to_output(request):
+                    received.extend(response.rows)
+            return received, caught.value
+
+    received, err = asyncio.run(scenario())
+    assert received == ['{"a":1}']
+    assert (err.code, err.domain, err.status) == (
+        "not_found",
+        ErrorDomain.USER,
+        grpc.StatusCode.NOT_FOUND,
+    )
+
+
+def test_leaving_a_stream_early_cancels_it_on_the_server() -> None:
+    controller = Controller()
+
+    async def scenario() -> None:
+        async with (
+            serving(
+                (controller_pb2_grpc.add_ControllerServiceServicer_to_server, controller)
+            ) as running,
+            ControllerClient(running.grpc_address) as client,
+        ):
+            stream = client.subscribe_to_output(
+                controller_pb2.SubscribeToOutputRequest(job_id="endless")
+            )
+            first = await anext(stream)
+            assert list(first.rows) == ["0"]
+            await stream.aclose()
+            # The servicer's generator is closed by the cancellation, not by the server's stop.
+            await asyncio.wait_for(controller.stream_closed.wait(), timeout=10)
+
+    asyncio.run(scenario())
+
+
+def test_client_and_server_spans_share_the_trace() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+
+    async def scenario() -> None:
+        async with serving(
+            (worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker()),
+            tracer_provider=provider,
+        ) as running:
+            shared = channel(running.grpc_address or "", tracer_provider=provider)
+            try:
+                client = WorkerClient(shared)
+                with provider.get_tracer("test").start_as_current_span("controller_tick"):
+                    await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
+                    with pytest.raises(RpcError):
+                        await client.start_execution(start_request("missing"))
+            finally:
+                await shared.close()
+
+    asyncio.run(scenario())
+    spans = exporter.get_finished_spans()
+    (outer,) = [s for s in spans if s.name == "controller_tick"]
+    for method, status_code in [("GetWorkerPhase", 0), ("StartExecution", 5)]:
+        name = f"arroyo_rpc.v1.WorkerService/{method}"
+        client = _one(spans, name, SpanKind.CLIENT)
+        server = _one(spans, name, SpanKind.SERVER)
+        assert client.context is not None and server.context is not None
+        assert server.context.trace_id == client.context.trace_id == _trace_id(outer)
+        assert server.parent is not None and server.parent.span_id == client.context.span_id
+        assert client.parent is not None and client.parent.span_id == _span_id(outer)
+        for span in (client, server):
+            assert span.attributes is not None
+            assert span.attributes["rpc.grpc.status_code"] == status_code
+            expected = StatusCode.UNSET if status_code == 0 else StatusCode.ERROR
+            assert span.status.status_code == expected
+
+
+@pytest.mark.parametrize(
+    ("error", "status"),
+    [
+        (JobNotFoundError("x"), grpc.StatusCode.NOT_FOUND),
+        # Code before domain: a stale generation is refused as a precondition, whatever its domain.
+        (StaleGenerationError("x"), grpc.StatusCode.FAILED_PRECONDITION),
+        (BadQueryError("x"), grpc.StatusCode.INVALID_ARGUMENT),
+        (KafkaDownError("x"), grpc.StatusCode.UNAVAILABLE),
+        (ArroyoError("x"), grpc.StatusCode.INTERNAL),
+    ],
+)
+def test_status_for_an_arroyo_error(error: ArroyoError, status: Any) -> None:
+    assert status_for(error) == status
+
+
+def test_an_external_error_that_is_not_retryable_is_internal_on_the_wire() -> None:
+    class SchemaMismatchError(ArroyoError):
+        code = "schema_mismatch"
+        domain = ErrorDomain.EXTERNAL
+
+    assert status_for(SchemaMismatchError("x")) == grpc.StatusCode.INTERNAL
+
+
+def _one(spans: tuple[ReadableSpan, ...], name: str, kind: SpanKind) -> ReadableSpan:
+    (span,) = [s for s in spans if s.name == name and s.kind == kind]
+    return span
+
+
+def _trace_id(span: ReadableSpan) -> int:
+    assert span.context is not None
+    return span.context.trace_id
+
+
+def _span_id(span: ReadableSpan) -> int:
+    assert span.context is not None
+    return span.context.span_id
