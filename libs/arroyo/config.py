@@ -85,6 +85,9 @@ class NodeConfig(ServiceAddress):
 
 class WorkerConfig(_Section):
     bind_host: str = "127.0.0.1"
+    # The host the controller dials to reach a worker (its node's name in a container
+    # network); default: the bind host, or 127.0.0.1 when binding every interface.
+    advertise_host: str | None = None
     heartbeat_interval_s: float = 1.0
     # local[N] (N = the job's parallelism) by default; a spark://host:port master works too.
     spark_master: str | None = None

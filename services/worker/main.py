@@ -45,7 +45,10 @@ async def _serve(config: Config, args: argparse.Namespace, spark: SparkSession) 
 
     async def startup(running: RunningService) -> None:
         assert running.grpc_address is not None
-        worker = WorkerRuntime(config, identity, controller, running.grpc_address, spark)
+        address = running.grpc_address
+        if config.worker.advertise_host:
+            address = f"{config.worker.advertise_host}:{running.grpc_port}"
+        worker = WorkerRuntime(config, identity, controller, address, spark)
         servicer.runtime = worker
         runtime.append(worker)
         await worker.run()

@@ -1,0 +1,591 @@
+"""What each REST endpoint does: the api's logic over the store, the compiler and the controller.
+
+The api writes pipelines and what the user wants of their jobs (``JobConfig``); it never writes
+a job's status, which is the controller's. After every change it nudges the controller
+(``JobsChanged``) so the change is acted on now rather than at the controller's next poll of
+the database; the nudge is best effort, because the poll picks the change up anyway, and a
+controller that is down must not fail a request whose change is already stored.
+
+Routes and their statuses are in ``arroyo.api.routes``; the request and response bodies in
+``arroyo.api.models``. Handler docstrings become the operations' descriptions in the OpenAPI
+document, so they are written for the API's users.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import string
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+from arroyo.api import models as m
+from arroyo.api.errors import (
+    BadRequestError,
+    InvalidQueryError,
+    ResourceNotFoundError,
+    StateConflictError,
+    from_rpc,
+)
+from arroyo.api.routing import EVENT_STREAM, Call
+from arroyo.errors import ArroyoError
+from arroyo.rpc import NOT_FOUND, CompilerClient, ControllerClient, RpcError
+from arroyo.store.errors import NotFound
+from arroyo.store.model import (
+    Checkpoint,
+    Job,
+    JobConfig,
+    JobError,
+    JobId,
+    JobState,
+    Pipeline,
+    PipelineId,
+    StopMode,
+    Store,
+)
+from arroyo_rpc.v1 import common_pb2, compiler_pb2, controller_pb2
+
+log = structlog.get_logger(__name__)
+
+# Compiling plans the query with Spark's analyser: ~0.2 s warm, a few seconds on a cold JVM.
+COMPILE_TIMEOUT_S = 30.0
+# Short: the nudge is best effort, and a request should not wait long on it.
+JOBS_CHANGED_TIMEOUT_S = 2.0
+CONTROLLER_TIMEOUT_S = 5.0
+# Seconds without an output event after which the event stream gets a comment line.
+KEEPALIVE_S = 15.0
+_ID_ALPHABET = string.ascii_lowercase + string.digits
+_ID_LENGTH = 12
+
+
+def new_id(prefix: str) -> str:
+    """``<prefix>_`` and 12 random lowercase letters and digits (~62 bits)."""
+    return f"{prefix}_{''.join(secrets.choice(_ID_ALPHABET) for _ in range(_ID_LENGTH))}"
+
+
+def now_micros() -> int:
+    return time.time_ns() // 1000
+
+
+class Api:
+    """The handlers of every route, over one store and one client per service.
+
+    Made by ``arroyo.api.app.create_app`` on the event loop that serves it; holds no state of
+    its own between requests, so any number of api processes can serve one database.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        compiler: CompilerClient,
+        controller: ControllerClient,
+        *,
+        openapi: Mapping[str, Any],
+    ) -> None:
+        self._store = store
+        self._compiler = compiler
+        self._controller = controller
+        self._openapi = openapi
+
+    # meta
+
+    async def ping(self, call: Call[None]) -> m.Pong:
+        """Answers as long as the api process serves requests; checks no other service."""
+        return m.Pong()
+
+    async def openapi(self, call: Call[None]) -> web.Response:
+        """This API's OpenAPI 3.1 document."""
+        return web.json_response(self._openapi)
+
+    # pipelines
+
+    async def validate_query(self, call: Call[m.ValidateQueryRequest]) -> m.ValidateQueryResponse:
+        """Compile a query (and its UDFs) without storing anything. A query with errors is a
+        successful validation: the answer is 200 with the errors listed, each with its line
+        and column."""
+        response = await self._compile(call.input.query, call.input.udfs, parallelism=1)
+        return m.ValidateQueryResponse(
+            graph=_graph(response),
+            tables=[_table(t) for t in response.tables],
+            errors=[_diagnostic(d) for d in response.diagnostics],
+            warnings=list(response.warnings),
+        )
+
+    async def create_pipeline(self, call: Call[m.CreatePipelineRequest]) -> m.PipelineOut:
+        """Compile the query and, when it compiles, store the pipeline and its job, which the
+        controller then starts. A query that does not compile is a 400 with its diagnostics,
+        and nothing is stored."""
+        body = call.input
+        return await self._create(
+            PipelineId(new_id("pl")),
+            body.name,
+            body.query,
+            body.udfs,
+            parallelism=body.parallelism,
+            checkpoint_interval_micros=body.checkpoint_interval_micros,
+        )
+
+    async def preview_pipeline(self, call: Call[m.PreviewPipelineRequest]) -> m.PipelineOut:
+        """Create a preview: a pipeline (parallelism 1, named ``preview-<id>``, ``preview``
+        true) whose output is read from its job's ``output`` event stream."""
+        pipeline_id = PipelineId(new_id("pl"))
+        return await self._create(
+            pipeline_id,
+            f"{m.PREVIEW_PREFIX}{pipeline_id}",
+            call.input.query,
+            call.input.udfs,
+            parallelism=1,
+            checkpoint_interval_micros=m.DEFAULT_CHECKPOINT_INTERVAL_MICROS,
+        )
+
+    async def list_pipelines(self, call: Call[m.ListPipelinesQuery]) -> m.PipelinePage:
+        """Newest first, ``limit`` at a time; pass the last id of a page as ``starting_after``
+        for the next one. ``has_more`` says whether there is one."""
+        query = call.input
+        cursor = PipelineId(query.starting_after) if query.starting_after else None
+        try:
+            pipelines = await self._store.list_pipelines(query.limit + 1, cursor)
+        except NotFound as err:
+            raise BadRequestError(
+                f"query.starting_after: pipeline {query.starting_after} does not exist"
+            ) from err
+        data = []
+        # One look-up per pipeline: a page is small, and the store has no join for it.
+        for pipeline in pipelines[: query.limit]:
+            job = await self._job_of(pipeline.id)
+            # None: deleted since the page was read.
+            if job is not None:
+                data.append(_pipeline_out(pipeline, job))
+        return m.PipelinePage(data=data, has_more=len(pipelines) > query.limit)
+
+    async def get_pipeline(self, call: Call[None]) -> m.PipelineOut:
+        """The pipeline and a summary of its job: its state, failure and the action a user can
+        take on it now."""
+        pipeline, job = await self._pipeline(call.path("pipeline_id"))
+        return _pipeline_out(pipeline, job)
+
+    async def update_pipeline(self, call: Call[m.UpdatePipelineRequest]) -> m.PipelineOut:
+        """Change what the job should do. ``stop``: a mode stops the job that way, ``none``
+        runs a stopped one again (a finished or failed job needs a restart instead).
+        ``parallelism``: a running job restarts with it. ``checkpoint_interval_micros``: from
+        the next run. Absent (or null) fields stay as they are."""
+        pipeline, job = await self._pipeline(call.path("pipeline_id"))
+        body = call.input
+        if (
+            body.stop is None
+            and body.parallelism is None
+            and body.checkpoint_interval_micros is None
+        ):
+            return _pipeline_out(pipeline, job)
+        job = await self._store.update_job_config(
+            job.id,
+            stop=body.stop,
+            parallelism=body.parallelism,
+            checkpoint_interval_micros=body.checkpoint_interval_micros,
+        )
+        log.info(
+            "job_config_updated",
+            pipeline_id=pipeline.id,
+            job_id=job.id,
+            stop=None if body.stop is None else str(body.stop),
+            parallelism=body.parallelism,
+            checkpoint_interval_micros=body.checkpoint_interval_micros,
+        )
+        await self._nudge_controller()
+        return _pipeline_out(pipeline, job)
+
+    async def delete_pipeline(self, call: Call[None]) -> None:
+        """Delete a pipeline with its job, checkpoints and errors. Only a stopped, finished or
+        failed one: stop a live pipeline first (PATCH it with a ``stop`` mode), else 409."""
+        pipeline, job = await self._pipeline(call.path("pipeline_id"))
+        state = job.status.state
+        if not state.terminal:
+            raise StateConflictError(
+                f"pipeline {pipeline.id} is {state}; stop it first "
+                f'(PATCH {{"stop": "checkpoint"}}) and delete it once it is Stopped'
+            )
+        if _starting(job):
+            raise StateConflictError(
+                f"pipeline {pipeline.id} is starting; stop it first "
+                f'(PATCH {{"stop": "immediate"}}) and delete it once it is Stopped'
+            )
+        await self._store.delete_pipeline(pipeline.id)
+        log.info("pipeline_deleted", pipeline_id=pipeline.id, job_id=job.id)
+        await self._nudge_controller()
+
+    async def restart_pipeline(self, call: Call[m.RestartPipelineRequest]) -> m.PipelineOut:
+        """Restart the job: a running one stops with a checkpoint (or is killed with
+        ``force``) and starts again; a stopped, finished or failed one starts. ``ignore_state``
+        starts from nothing rather than the last checkpoint."""
+        pipeline, job = await self._pipeline(call.path("pipeline_id"))
+        job = await self._store.update_job_config(
+            job.id,
+            restart=True,
+            restart_force=call.input.force,
+            ignore_state=call.input.ignore_state,
+        )
+        log.info(
+            "job_restart_requested",
+            pipeline_id=pipeline.id,
+            job_id=job.id,
+            force=call.input.force,
+            ignore_state=call.input.ignore_state,
+        )
+        await self._nudge_controller()
+        return _pipeline_out(pipeline, job)
+
+    # jobs
+
+    async def list_pipeline_jobs(self, call: Call[None]) -> m.JobList:
+        """The pipeline's jobs (today, always one)."""
+        pipeline, _ = await self._pipeline(call.path("pipeline_id"))
+        return m.JobList(data=[_job_out(j) for j in await self._store.list_jobs(pipeline.id)])
+
+    async def list_jobs(self, call: Call[None]) -> m.JobList:
+        """Every job of every pipeline, newest first."""
+        return m.JobList(data=[_job_out(j) for j in await self._store.list_jobs()])
+
+    async def list_checkpoints(self, call: Call[m.ListQuery]) -> m.CheckpointList:
+        """The job's committed micro-batches (one per query and epoch), newest first."""
+        job = await self._job(call)
+        checkpoints = await self._store.list_checkpoints(job.id, call.input.limit)
+        return m.CheckpointList(data=[_checkpoint_out(c) for c in checkpoints])
+
+    async def list_job_errors(self, call: Call[m.ListQuery]) -> m.JobErrorList:
+        """Errors the job's runs reported, fatal or not, newest first."""
+        job = await self._job(call)
+        errors = await self._store.list_job_errors(job.id, call.input.limit)
+        return m.JobErrorList(data=[_job_error_out(e) for e in errors])
+
+    async def get_job_metrics(self, call: Call[None]) -> m.JobMetrics:
+        """Recent metric samples of the running job, from the controller (503 when the
+        controller cannot be reached); empty when the job is not running."""
+        job = await self._job(call)
+        request = controller_pb2.GetJobMetricsRequest(job_id=job.id)
+        try:
+            response = await self._controller.get_job_metrics(
+                request, timeout_s=CONTROLLER_TIMEOUT_S
+            )
+        except RpcError as err:
+            if err.code != NOT_FOUND:
+                raise from_rpc("controller", err) from err
+            # The controller keeps metrics of live jobs only.
+            response = controller_pb2.GetJobMetricsResponse()
+        return m.JobMetrics(job_id=job.id, samples=[_sample(s) for s in response.samples])
+
+    async def stream_output(self, call: Call[None]) -> web.StreamResponse:
+        """The rows the job's sinks produce, as server-sent events: one ``data: <row as a JSON
+        object>`` event per row; then ``event: done`` when the job has no more output, or
+        ``event: error`` (``data: {"error": ...}``) when the controller's stream broke. A 503
+        before any event when the controller cannot be reached."""
+        job = await self._job(call)
+        await self._check_controller(job.id)
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": EVENT_STREAM,
+                "Cache-Control": "no-cache",
+                # Tell a buffering reverse proxy (nginx) to pass events on as they come.
+                "X-Accel-Buffering": "no",
+            }
+        )
+        await response.prepare(call.request)
+        stream = self._controller.subscribe_to_output(
+            controller_pb2.SubscribeToOutputRequest(job_id=job.id)
+        )
+        events = _with_keepalive(_output_events(stream, job.id))
+        try:
+            async for event in events:
+                await response.write(event)
+            await response.write_eof()
+        except ConnectionResetError:
+            log.info("output_client_gone", job_id=job.id)
+        finally:
+            await events.aclose()
+            # Closing the controller's stream cancels its call, so it stops sending.
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        return response
+
+    # helpers
+
+    async def _compile(
+        self, query: str, udfs: str, *, parallelism: int
+    ) -> compiler_pb2.CompileResponse:
+        request = compiler_pb2.CompileRequest(query=query, udfs=udfs, parallelism=parallelism)
+        try:
+            return await self._compiler.compile(request, timeout_s=COMPILE_TIMEOUT_S)
+        except RpcError as err:
+            raise from_rpc("compiler", err) from err
+
+    async def _create(
+        self,
+        pipeline_id: PipelineId,
+        name: str,
+        query: str,
+        udfs: str,
+        *,
+        parallelism: int,
+        checkpoint_interval_micros: int,
+    ) -> m.PipelineOut:
+        compiled = await self._compile(query, udfs, parallelism=parallelism)
+        if compiled.diagnostics:
+            diagnostics = [_diagnostic(d) for d in compiled.diagnostics]
+            more = len(diagnostics) - 1
+            raise InvalidQueryError(
+                f"the query does not compile: {_render(diagnostics[0])}"
+                + (f" (and {more} more)" if more else ""),
+                diagnostics,
+            )
+        pipeline = Pipeline(
+            id=pipeline_id,
+            name=name,
+            query=query,
+            udfs=udfs,
+            program_json=compiled.program_json,
+            graph_json=_graph(compiled).model_dump_json(),
+            created_at=now_micros(),
+        )
+        config = JobConfig(
+            stop=StopMode.NONE,
+            parallelism=parallelism,
+            checkpoint_interval_micros=checkpoint_interval_micros,
+            restart_nonce=0,
+            restart_force=False,
+            ignore_state=False,
+        )
+        job = await self._store.create_pipeline(pipeline, JobId(new_id("job")), config)
+        log.info("pipeline_created", pipeline_id=pipeline.id, job_id=job.id, name=name)
+        await self._nudge_controller()
+        return _pipeline_out(pipeline, job)
+
+    async def _pipeline(self, pipeline_id: str) -> tuple[Pipeline, Job]:
+        pipeline = await self._store.get_pipeline(PipelineId(pipeline_id))
+        job = None if pipeline is None else await self._job_of(pipeline.id)
+        if pipeline is None or job is None:
+            raise ResourceNotFoundError.pipeline(pipeline_id)
+        return pipeline, job
+
+    async def _job_of(self, pipeline_id: PipelineId) -> Job | None:
+        jobs = await self._store.list_jobs(pipeline_id)
+        return jobs[0] if jobs else None
+
+    async def _job(self, call: Call[Any]) -> Job:
+        """The job of a ``/pipelines/{pipeline_id}/jobs/{job_id}/...`` path; 404 unless it
+        exists and belongs to that pipeline."""
+        pipeline_id, job_id = call.path("pipeline_id"), call.path("job_id")
+        job = await self._store.get_job(JobId(job_id))
+        if job is None or job.pipeline_id != pipeline_id:
+            raise ResourceNotFoundError.job(pipeline_id, job_id)
+        return job
+
+    async def _nudge_controller(self) -> None:
+        try:
+            await self._controller.jobs_changed(
+                controller_pb2.JobsChangedRequest(), timeout_s=JOBS_CHANGED_TIMEOUT_S
+            )
+        except RpcError as err:
+            # The controller polls the database too; it will see the change without the nudge.
+            log.warning("controller_nudge_failed", code=err.code, error=err.message)
+
+    async def _check_controller(self, job_id: JobId) -> None:
+        """503 now, while a status can still be sent, when the controller is unreachable;
+        once an event stream has started its status is fixed at 200."""
+        request = controller_pb2.GetJobStatusRequest(job_id=job_id)
+        try:
+            await self._controller.get_job_status(request, timeout_s=CONTROLLER_TIMEOUT_S)
+        except RpcError as err:
+            # Not knowing the job (yet) is the stream's to report, not a reason to refuse.
+            if err.retryable:
+                raise from_rpc("controller", err) from err
+
+
+async def _output_events(
+    stream: AsyncIterator[controller_pb2.SubscribeToOutputResponse], job_id: JobId
+) -> AsyncGenerator[bytes, None]:
+    try:
+        async for message in stream:
+            for row in message.rows:
+                yield _event(row)
+            if message.done:
+                yield _event("{}", name="done")
+                return
+    except RpcError as err:
+        log.warning("output_stream_failed", job_id=job_id, code=err.code, error=err.message)
+        yield _event(
+            json.dumps({"error": f"the controller's output stream failed: {err}"}), "error"
+        )
+
+
+async def _with_keepalive(
+    events: AsyncGenerator[bytes, None],
+) -> AsyncGenerator[bytes, None]:
+    """``events``, with an SSE comment whenever none came for KEEPALIVE_S: it keeps proxies from
+    closing an idle stream, and writing it is how a client that went away is noticed."""
+    pending = asyncio.ensure_future(anext(events))
+    try:
+        while True:
+            done, _ = await asyncio.wait({pending}, timeout=KEEPALIVE_S)
+            if not done:
+                yield b": keepalive\n\n"
+                continue
+            try:
+                event = pending.result()
+            except StopAsyncIteration:
+                return
+            yield event
+            pending = asyncio.ensure_future(anext(events))
+    finally:
+        # Cancelling a read in flight cancels the controller's call beneath it; waiting for it
+        # lets the caller close that call's iterator, which must not be running then.
+        pending.cancel()
+        await asyncio.wait({pending})
+        await events.aclose()
+
+
+def _event(data: str, name: str | None = None) -> bytes:
+    # A line break inside the data would end the field: each line goes in a data field of its
+    # own, which the client joins back with line breaks.
+    lines = [f"event: {name}"] if name else []
+    lines += [f"data: {line}" for line in data.splitlines() or [""]]
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+def _starting(job: Job) -> bool:
+    """The controller has yet to act on a start the user asked for."""
+    restart_pending = job.config.restart_nonce != job.status.restart_nonce
+    resume_pending = job.status.state == JobState.STOPPED and job.config.stop == StopMode.NONE
+    return restart_pending or resume_pending
+
+
+# records and messages -> response models
+
+
+def _diagnostic(d: common_pb2.Diagnostic) -> m.Diagnostic:
+    return m.Diagnostic(
+        code=d.code, message=d.message, line=d.line or None, column=d.column or None
+    )
+
+
+def _render(d: m.Diagnostic) -> str:
+    where = f"{d.line}:{d.column}: " if d.line else ""
+    return f"{where}{d.message}"
+
+
+def _graph(response: compiler_pb2.CompileResponse) -> m.Graph:
+    return m.Graph(
+        nodes=[m.GraphNode(id=n.id, kind=n.kind, label=n.label) for n in response.nodes],
+        edges=[m.GraphEdge(source=e.source, target=e.target) for e in response.edges],
+    )
+
+
+def _table(t: compiler_pb2.TableSchema) -> m.TableSchema:
+    return m.TableSchema(
+        name=t.name,
+        role=t.role,
+        connector=t.connector,
+        columns=[m.Column(name=c.name, type=c.type, nullable=c.nullable) for c in t.columns],
+    )
+
+
+def _pipeline_out(pipeline: Pipeline, job: Job) -> m.PipelineOut:
+    terminal = job.status.state.terminal
+    return m.PipelineOut(
+        id=pipeline.id,
+        name=pipeline.name,
+        query=pipeline.query,
+        udfs=pipeline.udfs,
+        preview=pipeline.name.startswith(m.PREVIEW_PREFIX),
+        parallelism=job.config.parallelism,
+        checkpoint_interval_micros=job.config.checkpoint_interval_micros,
+        stop=job.config.stop,
+        created_at=pipeline.created_at,
+        graph=m.Graph.model_validate_json(pipeline.graph_json),
+        job_id=job.id,
+        state=job.status.state,
+        failure_message=job.status.failure_message,
+        action="start" if terminal else "stop",
+        action_in_progress=_starting(job) if terminal else job.config.stop != StopMode.NONE,
+    )
+
+
+def _job_out(job: Job) -> m.JobOut:
+    s = job.status
+    return m.JobOut(
+        id=job.id,
+        pipeline_id=job.pipeline_id,
+        state=s.state,
+        stop=job.config.stop,
+        parallelism=job.config.parallelism,
+        checkpoint_interval_micros=job.config.checkpoint_interval_micros,
+        generation=s.generation,
+        restarts=s.restarts,
+        run_id=s.run_id,
+        failure_message=s.failure_message,
+        failure_domain=s.failure_domain,
+        worker_id=s.worker_id,
+        node_id=s.node_id,
+        created_at=job.created_at,
+        started_at=s.started_at,
+        finished_at=s.finished_at,
+    )
+
+
+def _checkpoint_out(c: Checkpoint) -> m.CheckpointOut:
+    try:
+        offsets = json.loads(c.offsets_json) if c.offsets_json else {}
+    except json.JSONDecodeError as err:
+        raise ArroyoError(f"checkpoint {c.job_id}/{c.query}/{c.epoch}: bad offsets") from err
+    return m.CheckpointOut(
+        job_id=c.job_id,
+        query=c.query,
+        epoch=c.epoch,
+        generation=c.generation,
+        watermark_micros=c.watermark_micros,
+        offsets=offsets,
+        state_rows=c.state_rows,
+        state_bytes=c.state_bytes,
+        rows_in=c.rows_in,
+        duration_micros=c.duration_micros,
+        finished_at=c.finished_at,
+    )
+
+
+def _job_error_out(e: JobError) -> m.JobErrorOut:
+    return m.JobErrorOut(
+        id=e.id,
+        job_id=e.job_id,
+        generation=e.generation,
+        created_at=e.created_at,
+        domain=e.domain,
+        retryable=e.retryable,
+        message=e.message,
+        details=e.details,
+    )
+
+
+def _sample(s: controller_pb2.MetricsSample) -> m.MetricsSample:
+    return m.MetricsSample(
+        time_micros=s.time_micros,
+        operators=[
+            m.OperatorMetrics(
+                query=o.query,
+                rows_in=o.rows_in,
+                rows_out=o.rows_out,
+                rows_in_per_second=o.rows_in_per_second,
+                rows_processed_per_second=o.rows_processed_per_second,
+                batch_duration_micros=o.batch_duration_micros,
+                state_rows=o.state_rows,
+                state_bytes=o.state_bytes,
+                dropped_bad_records=o.dropped_bad_records,
+                # 0 in the message: no watermark yet.
+                watermark_micros=o.watermark_micros or None,
+            )
+            for o in s.operators
+        ],
+    )

@@ -1,0 +1,273 @@
+"""Every JSON body the REST API reads or writes, as pydantic models.
+
+These models are the single source of truth for the wire format: request bodies and query
+strings are validated with them (unknown fields are refused), responses are serialised from
+them, and the OpenAPI document (``arroyo.api.openapi``) is generated from their JSON schemas.
+Times are microseconds since the Unix epoch, UTC, as in the store.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic_core import PydanticCustomError
+
+from arroyo.store.model import JobState, StopMode
+
+MAX_PARALLELISM = 64
+# One day: longer trigger intervals are almost certainly a unit mistake (seconds for micros).
+MAX_CHECKPOINT_INTERVAL_MICROS = 86_400_000_000
+# 0: the next micro-batch starts as soon as the last one commits. A micro-batch commit *is* a
+# checkpoint on Spark, so a longer interval would add that much latency to every row; Arroyo's
+# 10 s default (checkpoints apart from emitting) does not carry over.
+DEFAULT_CHECKPOINT_INTERVAL_MICROS = 0
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 1000
+# Previews are ordinary pipelines whose name carries this prefix; user pipelines may not use it.
+PREVIEW_PREFIX = "preview-"
+
+
+class _Request(BaseModel):
+    """A request body or query string: unknown fields are an error, never silently dropped."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+# requests
+
+
+class ValidateQueryRequest(_Request):
+    query: str = Field(description="Arroyo-dialect SQL: CREATE TABLE statements and queries")
+    udfs: str = Field(default="", description="a Python UDF file; empty for none")
+
+
+class CreatePipelineRequest(_Request):
+    name: str = Field(min_length=1, max_length=255)
+    query: str = Field(min_length=1)
+    udfs: str = Field(default="", description="a Python UDF file; empty for none")
+    parallelism: int = Field(default=1, ge=1, le=MAX_PARALLELISM)
+    checkpoint_interval_micros: int = Field(
+        default=DEFAULT_CHECKPOINT_INTERVAL_MICROS,
+        ge=0,
+        le=MAX_CHECKPOINT_INTERVAL_MICROS,
+        description="micro-batch trigger interval (each committed batch is a checkpoint); "
+        "0 starts the next batch as soon as the last one commits",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        if not name.strip():
+            raise PydanticCustomError("blank_name", "must not be blank")
+        if name.startswith(PREVIEW_PREFIX):
+            raise PydanticCustomError(
+                "reserved_name", "names starting with 'preview-' are reserved for previews"
+            )
+        return name
+
+
+class PreviewPipelineRequest(_Request):
+    query: str = Field(min_length=1)
+    udfs: str = Field(default="", description="a Python UDF file; empty for none")
+
+
+class UpdatePipelineRequest(_Request):
+    """Absent fields are left as they are."""
+
+    stop: StopMode | None = Field(
+        default=None, description="none runs the job; the others stop it in that way"
+    )
+    parallelism: int | None = Field(default=None, ge=1, le=MAX_PARALLELISM)
+    checkpoint_interval_micros: int | None = Field(
+        default=None, ge=0, le=MAX_CHECKPOINT_INTERVAL_MICROS
+    )
+
+
+class RestartPipelineRequest(_Request):
+    force: bool = Field(
+        default=False, description="kill the running worker instead of stopping at a checkpoint"
+    )
+    ignore_state: bool = Field(
+        default=False, description="start from nothing rather than the last checkpoint"
+    )
+
+
+class ListPipelinesQuery(_Request):
+    limit: int = Field(default=DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
+    starting_after: str | None = Field(
+        default=None, description="the last pipeline id of the previous page"
+    )
+
+
+class ListQuery(_Request):
+    limit: int = Field(default=100, ge=1, le=MAX_PAGE_SIZE)
+
+
+# responses
+
+
+class Diagnostic(_Response):
+    code: str = Field(description="stable, for matching; the message is for people")
+    message: str
+    line: int | None = Field(description="1-based; null when the problem has no position")
+    column: int | None = Field(description="1-based; null when the problem has no position")
+
+
+class ErrorBody(_Response):
+    """Every error response: 4xx and 5xx alike."""
+
+    error: str = Field(description="what went wrong and where (the field, the id)")
+    diagnostics: list[Diagnostic] | None = Field(
+        default=None, description="the query's problems, when it did not compile"
+    )
+
+
+class Pong(_Response):
+    pong: Literal[True] = True
+
+
+class GraphNode(_Response):
+    id: str
+    kind: str = Field(description="source | view | sink")
+    label: str
+
+
+class GraphEdge(_Response):
+    source: str
+    target: str
+
+
+class Graph(_Response):
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+
+
+class Column(_Response):
+    name: str
+    type: str = Field(description="the Spark SQL type")
+    nullable: bool
+
+
+class TableSchema(_Response):
+    name: str
+    role: str = Field(description="source | sink")
+    connector: str
+    columns: list[Column]
+
+
+class ValidateQueryResponse(_Response):
+    graph: Graph
+    tables: list[TableSchema]
+    errors: list[Diagnostic] = Field(description="empty when the query is valid")
+    warnings: list[str]
+
+
+class JobOut(_Response):
+    id: str
+    pipeline_id: str
+    state: JobState
+    stop: StopMode = Field(description="what the user asked: none keeps the job running")
+    parallelism: int
+    checkpoint_interval_micros: int
+    generation: int = Field(description="incremented at every (re)scheduling")
+    restarts: int = Field(description="consecutive failed runs since the last healthy one")
+    run_id: int = Field(description="which state directory the checkpoints live in")
+    failure_message: str | None
+    failure_domain: str | None
+    worker_id: str | None
+    node_id: str | None
+    created_at: int
+    started_at: int | None
+    finished_at: int | None
+
+
+class PipelineOut(_Response):
+    id: str
+    name: str
+    query: str
+    udfs: str
+    preview: bool = Field(description="made by POST /pipelines/preview")
+    parallelism: int
+    checkpoint_interval_micros: int
+    stop: StopMode
+    created_at: int
+    graph: Graph
+    job_id: str
+    state: JobState = Field(description="the state of the pipeline's job")
+    failure_message: str | None
+    action: Literal["stop", "start"] = Field(
+        description="what a user can ask of the job now: stop a live one, start a stopped one"
+    )
+    action_in_progress: bool = Field(
+        description="a stop or a start was asked for and the controller has not finished it"
+    )
+
+
+class PipelinePage(_Response):
+    data: list[PipelineOut]
+    has_more: bool
+
+
+class JobList(_Response):
+    data: list[JobOut]
+
+
+class CheckpointOut(_Response):
+    job_id: str
+    query: str = Field(description="the streaming query (one per sink)")
+    epoch: int = Field(description="the committed micro-batch id")
+    generation: int
+    watermark_micros: int | None
+    offsets: dict[str, Any] = Field(description="source name -> Spark's offset for it")
+    state_rows: int
+    state_bytes: int
+    rows_in: int
+    duration_micros: int
+    finished_at: int
+
+
+class CheckpointList(_Response):
+    data: list[CheckpointOut]
+
+
+class JobErrorOut(_Response):
+    id: int
+    job_id: str
+    generation: int
+    created_at: int
+    domain: str = Field(description="user | internal | external")
+    retryable: bool
+    message: str
+    details: str
+
+
+class JobErrorList(_Response):
+    data: list[JobErrorOut]
+
+
+class OperatorMetrics(_Response):
+    query: str
+    rows_in: int
+    rows_out: int
+    rows_in_per_second: float
+    rows_processed_per_second: float
+    batch_duration_micros: int = Field(description="the last batch's duration: backpressure")
+    state_rows: int
+    state_bytes: int
+    dropped_bad_records: int
+    watermark_micros: int | None
+
+
+class MetricsSample(_Response):
+    time_micros: int
+    operators: list[OperatorMetrics]
+
+
+class JobMetrics(_Response):
+    job_id: str
+    samples: list[MetricsSample] = Field(description="oldest first; empty when not running")
