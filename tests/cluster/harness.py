@@ -99,6 +99,17 @@ class Cluster:
             cwd=self.root,
         )
 
+    def wait_ready(self, name: str) -> None:
+        """Until the service's admin server answers /status (it starts once the service is up,
+        after Spark for the compiler)."""
+        url = f"http://127.0.0.1:{self.env[f'ARROYO__{name.upper()}__ADMIN_PORT']}/status"
+
+        def probe() -> bool:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return bool(response.status == 200)
+
+        self.until(f"{name} to serve", probe, timeout=120)
+
     def stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 120) -> int:
         process = self.processes.pop(name)
         process.send_signal(sig)
@@ -170,7 +181,8 @@ def running_cluster(root: Path, database_url: str) -> Iterator[Cluster]:
     try:
         for name in SERVICES:
             cluster.start(name)
-        cluster.until("the api", lambda: cluster.call("GET", "/ping"), timeout=60)
+        for name in SERVICES:
+            cluster.wait_ready(name)
         yield cluster
     finally:
         for process in cluster.processes.values():

@@ -133,6 +133,7 @@ def test_recovers_from_a_killed_worker_and_a_restarted_controller(
     running = cluster.job(pid)
     assert cluster.stop("controller") == 0
     cluster.start("controller")
+    cluster.wait_ready("controller")
     seen = len(windows(output))
     cluster.until("windows after the controller restart", lambda: len(windows(output)) >= seen + 2)
     assert cluster.job(pid)["generation"] == running["generation"]
