@@ -42,5 +42,13 @@ async def _serve(config: Config, args: argparse.Namespace) -> None:
         ),
         startup=startup,
         shutdown=shutdown,
-        status=lambda: {"node_id": runtime.node_id, "free_slots": runtime.free_slots},
+        status=lambda: {
+            "node_id": runtime.node_id,
+            "free_slots": runtime.free_slots,
+            "workers": [
+                {"worker_id": w.worker_id, "job_id": w.job_id, "pid": w.process.pid}
+                for w in runtime.workers.values()
+                if w.running
+            ],
+        },
     )

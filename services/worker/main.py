@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
+import signal
+import sys
 from typing import TYPE_CHECKING
 
 from arroyo.config import Config
@@ -14,6 +17,18 @@ from arroyo_rpc.v1 import worker_pb2_grpc
 
 from .servicer import WorkerServicer
 
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> None:
+    """A worker dies with its node (Linux): a node killed with -9 leaves no worker behind to
+    write beside the one the controller schedules in its place."""
+    if sys.platform != "linux":
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -21,6 +36,7 @@ if TYPE_CHECKING:
 def main(config: Config, args: argparse.Namespace) -> int:
     from arroyo.engine.session import SessionSettings, get_or_create_session
 
+    die_with_parent()
     # Before any gRPC thread exists: PySpark forks the JVM's launcher with a preexec_fn, which
     # can deadlock in a process whose other threads hold locks at the fork.
     spark = get_or_create_session(

@@ -99,16 +99,15 @@ class Cluster:
             cwd=self.root,
         )
 
+    def admin_status(self, name: str) -> dict[str, Any]:
+        url = f"http://127.0.0.1:{self.env[f'ARROYO__{name.upper()}__ADMIN_PORT']}/status"
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return dict(json.loads(response.read()))
+
     def wait_ready(self, name: str) -> None:
         """Until the service's admin server answers /status (it starts once the service is up,
         after Spark for the compiler)."""
-        url = f"http://127.0.0.1:{self.env[f'ARROYO__{name.upper()}__ADMIN_PORT']}/status"
-
-        def probe() -> bool:
-            with urllib.request.urlopen(url, timeout=5) as response:
-                return bool(response.status == 200)
-
-        self.until(f"{name} to serve", probe, timeout=120)
+        self.until(f"{name} to serve", lambda: self.admin_status(name), timeout=120)
 
     def stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 120) -> int:
         process = self.processes.pop(name)

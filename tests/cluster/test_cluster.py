@@ -101,17 +101,13 @@ def test_lifecycle_through_the_api(cluster: Cluster, tmp_path: Path) -> None:
 
 
 def worker_pid(cluster: Cluster, pid: str) -> int:
-    job = cluster.job(pid)
-    log = cluster.root / "data" / "logs"
-    for line in (cluster.root / "logs" / "node.log").read_text().splitlines():
-        if "worker_started" in line and job["worker_id"] in line:
-            return int(line.split("pid=")[1].split()[0])
-    raise AssertionError(f"no pid for {job['worker_id']} in {log}")
+    """The pid of the job's worker, as its node reports it on /status."""
+    worker_id = cluster.job(pid)["worker_id"]
+    workers = cluster.admin_status("node")["workers"]
+    return next(int(w["pid"]) for w in workers if w["worker_id"] == worker_id)
 
 
-def test_recovers_from_a_killed_worker_and_a_restarted_controller(
-    cluster: Cluster, tmp_path: Path
-) -> None:
+def test_recovers_from_killed_worker_node_and_controller(cluster: Cluster, tmp_path: Path) -> None:
     output = tmp_path / "out" / "windows.json"
     pid = create(cluster, output)
     cluster.wait_state(pid, "Running")
@@ -138,6 +134,21 @@ def test_recovers_from_a_killed_worker_and_a_restarted_controller(
     cluster.until("windows after the controller restart", lambda: len(windows(output)) >= seen + 2)
     assert cluster.job(pid)["generation"] == running["generation"]
     assert cluster.job(pid)["state"] == "Running"
+
+    # kill -9 the node: its worker dies with it; a new node takes the job over.
+    worker = worker_pid(cluster, pid)
+    assert cluster.stop("node", signal.SIGKILL) == -signal.SIGKILL
+    cluster.until("the orphaned worker gone", lambda: not os.path.exists(f"/proc/{worker}"))
+    cluster.start("node")
+    cluster.until(
+        "a generation on the new node",
+        lambda: (
+            (j := cluster.job(pid))["state"] == "Running"
+            and j["generation"] > running["generation"]
+        ),
+    )
+    seen = len(windows(output))
+    cluster.until("windows on the new node", lambda: len(windows(output)) >= seen + 2)
 
     cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "checkpoint"})
     cluster.wait_state(pid, "Stopped")

@@ -15,7 +15,7 @@ from arroyo.controller.events import JobEvent
 from arroyo.controller.nodes import NodeRegistry
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.rpc import NodeClient, RpcError, WorkerClient
-from arroyo.store import Job, JobConfig, JobId, JobStatus, StopMode, Store
+from arroyo.store import Job, JobConfig, JobId, JobStatus, PipelineId, StopMode, Store
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import node_pb2
 
@@ -61,7 +61,7 @@ class JobContext:
     the driver persists it at every transition."""
 
     job_id: JobId
-    pipeline_id: str
+    pipeline_id: PipelineId
     config: JobConfig
     status: JobStatus
     store: Store

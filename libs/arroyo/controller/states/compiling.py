@@ -18,18 +18,24 @@ class Compiling:
     async def next(self, ctx: JobContext) -> JobState:
         if not ctx.wants_running():
             return JobState.STOPPED
-        pipeline = await ctx.store.get_pipeline(ctx.pipeline_id)  # type: ignore[arg-type]
-        if pipeline is None:
-            raise StateError("the job's pipeline is gone", code="not_found", retryable=False)
-        try:
-            program = PipelineProgram.from_json(pipeline.program_json)
-        except (ValueError, KeyError, TypeError) as err:
-            raise StateError(
-                f"the pipeline's program does not load: {err}",
-                code="bad_program",
-                domain=ErrorDomain.USER,
-                retryable=False,
-            ) from err
-        program = dataclasses.replace(program, parallelism=ctx.config.parallelism)
-        ctx.program_json = program.to_json()
+        await load_program(ctx)
         return JobState.SCHEDULING
+
+
+async def load_program(ctx: JobContext) -> None:
+    """The program the job's workers run, in ``ctx.program_json``. A controller that restarts
+    mid-run resumes past Compiling, so Scheduling loads it too when it is missing."""
+    pipeline = await ctx.store.get_pipeline(ctx.pipeline_id)
+    if pipeline is None:
+        raise StateError("the job's pipeline is gone", code="not_found", retryable=False)
+    try:
+        program = PipelineProgram.from_json(pipeline.program_json)
+    except (ValueError, KeyError, TypeError) as err:
+        raise StateError(
+            f"the pipeline's program does not load: {err}",
+            code="bad_program",
+            domain=ErrorDomain.USER,
+            retryable=False,
+        ) from err
+    program = dataclasses.replace(program, parallelism=ctx.config.parallelism)
+    ctx.program_json = program.to_json()

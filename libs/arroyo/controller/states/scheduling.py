@@ -8,6 +8,7 @@ import structlog
 from arroyo.controller.context import JobContext, StateError, now_micros, task_error
 from arroyo.controller.events import ConfigChanged, TaskFailed, TaskStarted, WorkerLost
 from arroyo.controller.events import WorkerRegistered as Registered
+from arroyo.controller.states.compiling import load_program
 from arroyo.rpc import NodeClient, RpcError, WorkerClient
 from arroyo.store import JobState
 from arroyo_rpc.v1 import node_pb2, worker_pb2
@@ -31,6 +32,8 @@ class Scheduling:
         await ctx.kill_worker()
         ctx.forget_worker()
         ctx.drain()
+        if not ctx.program_json:
+            await load_program(ctx)
         ctx.update(generation=ctx.status.generation + 1)
         await ctx.save()
         slots = ctx.config.parallelism
