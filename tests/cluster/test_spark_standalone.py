@@ -1,0 +1,105 @@
+"""A pipeline through the cluster whose workers run on a Spark standalone master and worker,
+both started on loopback from the pyspark install."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from tests.cluster.harness import free_port, running_cluster
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
+
+
+@pytest.fixture
+def spark_master(tmp_path: Path) -> Iterator[str]:
+    port, web, worker_web = free_port(), free_port(), free_port()
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(tmp_path)}
+    logs = (tmp_path / "spark-master.log").open("ab")
+    master = subprocess.Popen(
+        [
+            str(SPARK_CLASS),
+            "org.apache.spark.deploy.master.Master",
+            *("--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web)),
+        ],
+        env=env,
+        stdout=logs,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"spark://127.0.0.1:{port}"
+    worker = subprocess.Popen(
+        [
+            str(SPARK_CLASS),
+            "org.apache.spark.deploy.worker.Worker",
+            url,
+            *("--host", "127.0.0.1", "--cores", "2", "--memory", "2g"),
+            *("--webui-port", str(worker_web), "--work-dir", str(tmp_path / "spark-work")),
+        ],
+        env=env,
+        stdout=(tmp_path / "spark-worker.log").open("ab"),
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        _wait_for_worker(web, tmp_path)
+        yield url
+    finally:
+        for process in (worker, master):
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def _wait_for_worker(web_port: int, logs: Path) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{web_port}/json/", timeout=5) as r:
+                if json.loads(r.read()).get("aliveworkers", 0) >= 1:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"the Spark worker did not register\n{_tail(logs)}")
+
+
+def _tail(directory: Path) -> str:
+    return "\n".join(p.read_text()[-3000:] for p in directory.glob("spark-*.log"))
+
+
+def test_pipeline_runs_on_a_standalone_spark_cluster(
+    spark_master: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The cluster's services take their environment from this process's.
+    monkeypatch.setenv("ARROYO__WORKER__SPARK_MASTER", spark_master)
+    with running_cluster(tmp_path / "cluster", f"sqlite:///{tmp_path / 'a.db'}") as cluster:
+        output = tmp_path / "out.json"
+        query = f"""
+        CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '1000',
+            message_count = '500', event_time_interval = '1 millisecond');
+        CREATE TABLE out WITH (connector = 'single_file', path = '{output}',
+            format = 'json', type = 'sink');
+        INSERT INTO out SELECT counter % 5 AS k, count(*) AS n
+        FROM impulse GROUP BY tumble(interval '100 milliseconds'), counter % 5;
+        """
+        pid = cluster.call("POST", "/pipelines", {"name": "standalone", "query": query})["id"]
+        job = cluster.wait_state(pid, "Finished", "Failed", timeout=300)
+        assert job["state"] == "Finished", job
+        rows = [json.loads(line) for line in output.read_text().splitlines()]
+        assert sum(r["n"] for r in rows) == 500
+        assert {r["k"] for r in rows} == {0, 1, 2, 3, 4}
+        # The executors ran on the standalone worker, not inside the driver.
+        apps = list((tmp_path / "spark-work").glob("app-*/*/stderr"))
+        assert apps, _tail(tmp_path)
