@@ -179,3 +179,39 @@ def test_bad_queries_and_failing_jobs_reach_the_user(cluster: Cluster, tmp_path:
     pid = cluster.call("POST", "/pipelines", {"name": "fails", "query": query})["id"]
     job = cluster.wait_state(pid, "Failed")
     assert "bad data" in job["failure_message"], job
+
+
+def read_events(cluster: Cluster, path: str) -> list[tuple[str, str]]:
+    """The server-sent events of ``path`` until ``done`` (or the stream's end)."""
+    import urllib.request
+
+    events, name, data = [], "message", []
+    with urllib.request.urlopen(cluster.api_url + path, timeout=300) as response:
+        for raw in response:
+            line = raw.decode().rstrip("\n")
+            if line.startswith("event:"):
+                name = line.split(":", 1)[1].strip()
+            elif line.startswith("data:"):
+                data.append(line.split(":", 1)[1].strip())
+            elif not line:
+                if data or name != "message":
+                    events.append((name, "\n".join(data)))
+                if name in ("done", "error"):
+                    break
+                name, data = "message", []
+    return events
+
+
+def test_preview_streams_a_bare_select(cluster: Cluster) -> None:
+    query = """
+    CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '50', message_count = '20');
+    SELECT counter, counter * 2 AS doubled FROM impulse WHERE counter % 2 = 0;
+    """
+    pipeline = cluster.call("POST", "/pipelines/preview", {"query": query})
+    job = cluster.job(pipeline["id"])
+    events = read_events(cluster, f"/pipelines/{pipeline['id']}/jobs/{job['id']}/output")
+    assert events[-1][0] == "done", events
+    rows = [json.loads(data) for name, data in events if name == "message"]
+    assert sorted(r["counter"] for r in rows) == list(range(0, 20, 2))
+    assert all(r["doubled"] == 2 * r["counter"] for r in rows)
+    cluster.wait_state(pipeline["id"], "Finished")

@@ -112,8 +112,9 @@ class FilesystemConnector(Connector):
 
 
 class StdoutConnector(SinkOnlyConnector):
-    """Prints each row as a JSON line on the process's standard output. At least once: a batch
-    replayed after a crash is printed again."""
+    """Prints each row as a JSON line on the process's standard output; in a cluster worker,
+    which has no terminal, the rows go to the job's live output instead (see
+    ``sinks.route_stdout``). At least once: a batch replayed after a crash is printed again."""
 
     name = "stdout"
     description = "Rows printed to standard output"
@@ -125,9 +126,10 @@ class StdoutConnector(SinkOnlyConnector):
         return _write_lines(self.line_writer(ctx, table), df, table)
 
     def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
-        from arroyo.connectors.sinks import StdoutPrinter
+        from arroyo.connectors.sinks import LiveOutput, StdoutPrinter, stdout_route
 
-        return StdoutPrinter()
+        route = stdout_route()
+        return LiveOutput(route, table.name) if route else StdoutPrinter()
 
 
 class BlackholeConnector(SinkOnlyConnector):

@@ -6,7 +6,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -123,6 +123,41 @@ class FileAppender:
             os.fsync(f.fileno())
             length = f.tell()
         self.log.write(batch_id, length)
+
+
+# Where stdout sinks' rows go in this process, when not to standard output: (sink, rows) -> None.
+LiveRoute = Callable[[str, list[str]], None]
+
+
+class _Stdout:
+    route: LiveRoute | None = None
+
+
+def route_stdout(route: LiveRoute | None) -> None:
+    """Send every stdout sink's rows of this process to ``route`` (called on the thread that
+    runs the micro-batch, once per batch) instead of printing them. A cluster worker installs
+    one that forwards them to the controller, where the api streams them to users."""
+    _Stdout.route = route
+
+
+def stdout_route() -> LiveRoute | None:
+    return _Stdout.route
+
+
+class LiveOutput:
+    """Hands each batch's lines to a live-output route (a LineWriter). At least once."""
+
+    def __init__(self, route: LiveRoute, sink: str) -> None:
+        self.route = route
+        self.sink = sink
+
+    def committed(self, batch_id: int) -> bool:
+        return False
+
+    def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
+        rows = [line.decode().rstrip("\n") for line in lines]
+        if rows:
+            self.route(self.sink, rows)
 
 
 class StdoutPrinter:

@@ -35,6 +35,7 @@ from arroyo_rpc.v1 import controller_pb2 as pb
 log = structlog.get_logger(__name__)
 
 _MONITOR_INTERVAL_S = 0.5
+_RECENT_OUTPUT_BATCHES = 100
 
 
 class StaleGenerationError(ArroyoError):
@@ -65,6 +66,9 @@ class Controller:
         self.drivers: dict[JobId, JobDriver] = {}
         self.metrics: dict[str, collections.deque[pb.MetricsSample]] = {}
         self.subscribers: dict[str, list[asyncio.Queue[OutputBatch]]] = {}
+        # Recent output per job, replayed to a subscriber that arrives late (a short preview
+        # may be over before the user's browser connects).
+        self.recent_output: dict[str, collections.deque[OutputBatch]] = {}
         self._poke = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self.state_root = config.data_dir / "checkpoints"
@@ -103,6 +107,8 @@ class Controller:
                 driver.ctx.events.put_nowait(events.ConfigChanged())
         for job_id in set(self.drivers) - seen:
             driver = self.drivers.pop(job_id)
+            self.metrics.pop(job_id, None)
+            self.recent_output.pop(job_id, None)
             await driver.ctx.kill_worker()
             await driver.stop()
             log.info("job_deleted", job_id=job_id)
@@ -224,11 +230,19 @@ class Controller:
     def publish(self, request: pb.SendSinkDataRequest) -> None:
         self.context(request.job)
         batch = OutputBatch(request.query, list(request.rows), request.done)
+        recent = self.recent_output.setdefault(
+            request.job.job_id, collections.deque(maxlen=_RECENT_OUTPUT_BATCHES)
+        )
+        if recent and recent[-1].done:
+            recent.clear()  # a new run's output
+        recent.append(batch)
         for queue in self.subscribers.get(request.job.job_id, []):
             queue.put_nowait(batch)
 
     async def subscribe(self, job_id: str) -> AsyncIterator[OutputBatch]:
         queue: asyncio.Queue[OutputBatch] = asyncio.Queue()
+        for batch in self.recent_output.get(job_id, ()):
+            queue.put_nowait(batch)
         self.subscribers.setdefault(job_id, []).append(queue)
         try:
             while True:

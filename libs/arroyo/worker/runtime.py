@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from arroyo.config import Config
+from arroyo.connectors.sinks import route_stdout
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.rpc import ControllerClient, RpcError
 from arroyo.sql.program import PipelineProgram
@@ -124,6 +125,7 @@ class WorkerRuntime:
         if self.execution is not None:
             raise ArroyoError("this worker already runs its program", code="already_running")
         program = PipelineProgram.from_json(program_json)
+        route_stdout(self._live_output)
         self.execution = Execution(
             self.spark,
             program,
@@ -134,6 +136,10 @@ class WorkerRuntime:
         )
         self.execution.start()
         log.info("execution_started", job_id=self.identity.job_id, restore=restore)
+
+    def _live_output(self, sink: str, rows: list[str]) -> None:
+        request = pb.SendSinkDataRequest(job=self.identity.ref(), query=sink, rows=rows)
+        self.queue(lambda: self.controller.send_sink_data(request))
 
     def stop_execution(self, *, graceful: bool) -> None:
         if self.execution is None:
@@ -242,6 +248,9 @@ class _Reports:
         self.runtime.queue(lambda: controller.job_metrics(metrics))
 
     def finished(self) -> None:
+        # Whoever watches the live output learns that there is no more.
+        done = pb.SendSinkDataRequest(job=self.ref, done=True)
+        self.runtime.queue(lambda: self.runtime.controller.send_sink_data(done))
         request = pb.TaskFinishedRequest(job=self.ref)
         self.runtime.queue(lambda: self.runtime.controller.task_finished(request))
         self.runtime._send_end(pb.WorkerFinishedRequest(job=self.ref))
