@@ -80,6 +80,10 @@ class NodeConfig(ServiceAddress):
     admin_port: int = 5128
     task_slots: int = 16
     node_id: str | None = None
+    # A worker kept started (its SparkSession up) and waiting for a job: a pipeline whose
+    # parallelism fits its slots starts in about a second instead of a JVM's start-up.
+    warm_worker: bool = True
+    warm_worker_slots: int = 2
     heartbeat_interval_s: float = 2.0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import ctypes
+import json
 import signal
 import sys
 from typing import TYPE_CHECKING
@@ -44,9 +45,16 @@ def main(config: Config, args: argparse.Namespace) -> int:
             master=config.worker.spark_master,
             parallelism=max(1, args.slots),
             driver_memory=config.worker.driver_memory,
-            app_name=f"arroyo-{args.job_id}",
+            app_name=f"arroyo-{args.worker_id}",
         )
     )
+    if args.warm:
+        # A warm worker: Spark is up; wait for the node to hand over a job (EOF: the node went).
+        line = sys.stdin.readline()
+        if not line:
+            return 0
+        assignment = json.loads(line)
+        args.job_id, args.generation = assignment["job_id"], int(assignment["generation"])
     asyncio.run(_serve(config, args, spark))
     return 0
 

@@ -35,19 +35,6 @@ class WebRootError(ArroyoError):
     domain = ErrorDomain.USER
 
 
-def web_root() -> Path | None:
-    """The web UI's files, if this installation has them: the first of ``arroyo/api/webui``
-    (packaged with the library) and, in a source checkout, ``webui/dist`` (a build) and
-    ``webui`` that holds an ``index.html``; None when there is no UI (the API is served
-    alone)."""
-    package = Path(__file__).resolve().parent
-    checkout = package.parents[2] / "webui"
-    for candidate in (package / "webui", checkout / "dist", checkout):
-        if (candidate / "index.html").is_file():
-            return candidate
-    return None
-
-
 def create_app(
     store: Store,
     compiler: CompilerClient,

@@ -22,8 +22,14 @@ SERVICES = {
 
 
 def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--job-id", required=True)
-    parser.add_argument("--generation", type=int, required=True)
+    parser.add_argument("--job-id")
+    parser.add_argument("--generation", type=int)
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="start Spark, then read the job to run from standard input as one JSON line "
+        '{"job_id", "generation"} (how a node keeps a worker ready)',
+    )
     parser.add_argument("--worker-id", required=True)
     parser.add_argument("--node-id", required=True)
     parser.add_argument("--slots", type=int, default=1)

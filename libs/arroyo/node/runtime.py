@@ -1,7 +1,11 @@
 """Starting, stopping and watching worker processes, and keeping the controller informed.
 
 Workers are separate processes (``arroyo worker ...``) so that a worker's JVM dying, or being
-killed, takes nothing else with it. The node's heartbeat lists the workers still alive: the
+killed, takes nothing else with it. With ``node.warm_worker`` the node keeps one worker started
+ahead of need (``arroyo worker --warm``: its SparkSession up, waiting on its standard input for
+the job it will run); a job that fits its slots gets it, and the next warm one starts behind it.
+
+The node's heartbeat lists the workers still alive: the
 controller learns of a dead worker at the next heartbeat instead of waiting out the worker's own
 heartbeat timeout. Each worker's output goes to ``<data_dir>/logs/worker-<id>.log``.
 """
@@ -9,6 +13,7 @@ heartbeat timeout. Each worker's output goes to ``<data_dir>/logs/worker-<id>.lo
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -57,15 +62,21 @@ class NodeRuntime:
         self.node_id = config.node.node_id or f"node_{uuid.uuid4().hex[:12]}"
         self.workers: dict[str, WorkerHandle] = {}
         self._heartbeat: asyncio.Task[None] | None = None
+        self._warm: WorkerHandle | None = None
 
     @property
     def free_slots(self) -> int:
-        used = sum(w.slots for w in self.workers.values() if w.running)
+        used = sum(w.slots for w in self.workers.values() if w.running and w.job_id)
         return self.config.node.task_slots - used
 
     async def run(self) -> None:
         await self._register()
         self._heartbeat = asyncio.create_task(self._heartbeats())
+        await self._keep_warm()
+
+    async def _keep_warm(self) -> None:
+        if self.config.node.warm_worker and (self._warm is None or not self._warm.running):
+            self._warm = await self._spawn("", 0, self.config.node.warm_worker_slots, {})
 
     async def close(self) -> None:
         if self._heartbeat is not None:
@@ -82,6 +93,23 @@ class NodeRuntime:
     async def start_worker(
         self, job_id: str, generation: int, slots: int, env: dict[str, str]
     ) -> WorkerHandle:
+        warm = self._warm
+        if warm is not None and warm.running and slots <= warm.slots and not env:
+            self._warm = None
+            assert warm.process.stdin is not None
+            assignment = {"job_id": job_id, "generation": generation}
+            warm.process.stdin.write(json.dumps(assignment).encode() + b"\n")
+            await warm.process.stdin.drain()
+            warm.job_id, warm.generation, warm.slots = job_id, generation, slots
+            log.info("warm_worker_assigned", worker_id=warm.worker_id, job_id=job_id)
+            await self._keep_warm()
+            return warm
+        return await self._spawn(job_id, generation, slots, env)
+
+    async def _spawn(
+        self, job_id: str, generation: int, slots: int, env: dict[str, str]
+    ) -> WorkerHandle:
+        """A worker process for the job, or a warm one (no job yet) when ``job_id`` is empty."""
         worker_id = f"worker_{uuid.uuid4().hex[:12]}"
         logs = self.config.data_dir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
@@ -92,10 +120,7 @@ class NodeRuntime:
             "arroyo.cli.main",
             *(["--config", str(self.config_path)] if self.config_path else []),
             "worker",
-            "--job-id",
-            job_id,
-            "--generation",
-            str(generation),
+            *(["--job-id", job_id, "--generation", str(generation)] if job_id else ["--warm"]),
             "--worker-id",
             worker_id,
             "--node-id",
@@ -108,7 +133,7 @@ class NodeRuntime:
         with log_path.open("ab") as out:
             process = await asyncio.create_subprocess_exec(
                 *args,
-                stdin=asyncio.subprocess.DEVNULL,
+                stdin=asyncio.subprocess.DEVNULL if job_id else asyncio.subprocess.PIPE,
                 stdout=out,
                 stderr=asyncio.subprocess.STDOUT,
                 env={**os.environ, **env},

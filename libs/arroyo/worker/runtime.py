@@ -126,6 +126,8 @@ class WorkerRuntime:
             raise ArroyoError("this worker already runs its program", code="already_running")
         program = PipelineProgram.from_json(program_json)
         route_stdout(self._live_output)
+        # A warm worker's session was made before its job was known.
+        self.spark.conf.set("spark.sql.shuffle.partitions", str(program.parallelism))
         self.execution = Execution(
             self.spark,
             program,

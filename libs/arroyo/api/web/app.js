@@ -1,0 +1,664 @@
+"use strict";
+// Arroyo's web UI: plain JavaScript over the REST API (/api/v1), no build step.
+// Routes (in the URL's hash): #/ lists the pipelines and creates one; #/pipelines/<id> shows one.
+// Every failed API call is shown in the nearest role="alert" element, never dropped.
+
+const API = "/api/v1";
+const POLL_MS = 2000;
+const MAX_OUTPUT_ROWS = 500;
+
+const $ = (id) => document.getElementById(id);
+
+// ---- DOM helpers (text goes in as text: nothing the API returns is parsed as HTML)
+
+function h(tag, attrs, ...children) {
+  return build(document.createElement(tag), attrs, children);
+}
+
+function s(tag, attrs, ...children) {
+  return build(document.createElementNS("http://www.w3.org/2000/svg", tag), attrs, children);
+}
+
+function build(el, attrs, children) {
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child !== null && child !== undefined && child !== false) {
+      el.append(child instanceof Node ? child : String(child));
+    }
+  }
+  return el;
+}
+
+/** Replace el's children with render(data)'s, unless data is what el shows already (so that
+ * polling neither resets open <details> nor a selection). */
+function renderIfChanged(el, data, render) {
+  const key = JSON.stringify(data);
+  if (el.dataset.key === key) return;
+  el.dataset.key = key;
+  el.replaceChildren(...render(data));
+}
+
+function showError(el, what, err) {
+  el.textContent = `${what}: ${err.message}`;
+  el.hidden = false;
+  if (!(err instanceof ApiError)) console.error(err); // a bug of ours: make it loud
+}
+
+function showText(el, ...content) {
+  el.replaceChildren(...content);
+  el.hidden = false;
+}
+
+function hide(el) {
+  el.hidden = true;
+  el.replaceChildren();
+}
+
+// ---- formatting
+
+const fmtTime = (micros) => (micros == null ? "—" : new Date(micros / 1000).toLocaleString());
+const fmtNumber = (n) => n.toLocaleString(undefined, { maximumFractionDigits: 1 });
+
+function fmtDuration(micros) {
+  const ms = micros / 1000;
+  if (ms < 1000) return `${ms.toFixed(ms < 10 ? 1 : 0)} ms`;
+  return `${(ms / 1000).toFixed(2)} s`;
+}
+
+function fmtBytes(bytes) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (bytes >= 1024 && i < units.length - 1) {
+    bytes /= 1024;
+    i += 1;
+  }
+  return `${i ? bytes.toFixed(1) : bytes} ${units[i]}`;
+}
+
+function stateClass(state) {
+  if (state === "Running") return "good";
+  if (state === "Failed" || state === "Failing") return "bad";
+  if (state === "Stopped" || state === "Finished") return "idle";
+  return "busy";
+}
+
+function badge(pipeline) {
+  const note = pipeline.action_in_progress
+    ? pipeline.action === "stop" ? " · stopping" : " · starting"
+    : "";
+  return h("span", { class: `badge ${stateClass(pipeline.state)}` }, pipeline.state + note);
+}
+
+// ---- the API
+
+class ApiError extends Error {
+  constructor(status, message, body) {
+    super(message);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+/** The JSON answer of a call, or an ApiError with the API's {"error"} message. */
+async function api(method, path, body) {
+  const init = { method, headers: { Accept: "application/json" } };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(API + path, init);
+  } catch (err) {
+    throw new ApiError(0, `cannot reach the API (${err.message})`, null);
+  }
+  const text = await response.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    const message = data && typeof data.error === "string"
+      ? data.error
+      : `${response.status} ${response.statusText}`;
+    throw new ApiError(response.status, `${message} (HTTP ${response.status})`, data);
+  }
+  if (data === null && response.status !== 204) {
+    throw new ApiError(response.status, `${method} ${path} answered with no JSON`, null);
+  }
+  return data;
+}
+
+/** Runs fn now and POLL_MS after each run, until stop(); now() runs it again at once. fn gets
+ * a function telling whether the poller was stopped meanwhile (the user went elsewhere). */
+function poller(fn) {
+  let stopped = false;
+  let running = false;
+  let again = false;
+  let timer = null;
+  const stoppedNow = () => stopped;
+  async function tick() {
+    clearTimeout(timer);
+    timer = null;
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    try {
+      await fn(stoppedNow);
+    } catch (err) {
+      console.error(err);
+    } finally {
+      running = false;
+    }
+    if (stopped) return;
+    if (again) {
+      again = false;
+      tick();
+    } else {
+      timer = setTimeout(tick, POLL_MS);
+    }
+  }
+  tick();
+  return {
+    now: tick,
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
+// ---- the dataflow graph: sources on the left, sinks on the right
+
+function renderGraph(container, graph) {
+  if (!graph || graph.nodes.length === 0) {
+    hide(container);
+    return;
+  }
+  const W = 170, H = 36, GAP_X = 56, GAP_Y = 14, PAD = 8;
+  const preds = new Map(graph.nodes.map((n) => [n.id, []]));
+  for (const e of graph.edges) {
+    if (preds.has(e.source) && preds.has(e.target)) preds.get(e.target).push(e.source);
+  }
+  const depth = new Map();
+  const depthOf = (id, seen) => {
+    if (depth.has(id)) return depth.get(id);
+    if (seen.has(id)) return 0; // a cycle: not expected, but no reason to hang
+    seen.add(id);
+    const d = 1 + Math.max(-1, ...preds.get(id).map((p) => depthOf(p, seen)));
+    depth.set(id, d);
+    return d;
+  };
+  graph.nodes.forEach((n) => depthOf(n.id, new Set()));
+  const last = Math.max(...depth.values());
+  graph.nodes.forEach((n) => n.kind === "sink" && depth.set(n.id, last));
+
+  const rows = new Map();
+  const at = new Map();
+  for (const n of graph.nodes) {
+    const d = depth.get(n.id);
+    const row = rows.get(d) || 0;
+    rows.set(d, row + 1);
+    at.set(n.id, { x: PAD + d * (W + GAP_X), y: PAD + row * (H + GAP_Y) });
+  }
+  const width = 2 * PAD + (last + 1) * W + last * GAP_X;
+  const height = 2 * PAD + Math.max(...rows.values()) * (H + GAP_Y) - GAP_Y;
+  const marker = `arrow-${container.id}`;
+  const edges = graph.edges.filter((e) => at.has(e.source) && at.has(e.target)).map((e) => {
+    const a = at.get(e.source), b = at.get(e.target);
+    const [x1, y1, x2, y2] = [a.x + W, a.y + H / 2, b.x - 2, b.y + H / 2];
+    const mid = (x1 + x2) / 2;
+    return s("path", {
+      class: "edge",
+      d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`,
+      "marker-end": `url(#${marker})`,
+    });
+  });
+  const nodes = graph.nodes.map((n) => {
+    const { x, y } = at.get(n.id);
+    // The id is the table's (or view's) name, a sink's with a "sink:" prefix; the label is
+    // the connector.
+    const kind = n.label && n.label !== n.kind ? `${n.kind} · ${n.label}` : n.kind;
+    const id = n.id.startsWith(`${n.kind}:`) ? n.id.slice(n.kind.length + 1) : n.id;
+    const name = id.length > 22 ? `${id.slice(0, 21)}…` : id;
+    return s("g", { class: `node ${n.kind}` },
+      s("title", {}, `${kind}: ${id}`),
+      s("rect", { x, y, width: W, height: H, rx: 7 }),
+      s("text", { x: x + 10, y: y + 14, class: "kind" }, kind),
+      s("text", { x: x + 10, y: y + 29, class: "label" }, name));
+  });
+  const svg = s("svg", {
+    viewBox: `0 0 ${width} ${height}`, width, height, role: "img",
+    "aria-label": `dataflow: ${graph.nodes.map((n) => `${n.kind} ${n.id}`).join(", ")}`,
+  },
+  s("defs", {}, s("marker", {
+    id: marker, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7,
+    orient: "auto-start-reverse",
+  }, s("path", { d: "M0,0 L10,5 L0,10 z" }))),
+  edges, nodes);
+  showText(container, svg);
+}
+
+// ---- #/ : the list and the form
+
+let refreshList = () => {};
+
+function listView() {
+  $("list-view").hidden = false;
+  const poll = poller(async (stopped) => {
+    try {
+      const page = await api("GET", "/pipelines?limit=100");
+      if (stopped()) return;
+      hide($("list-alert"));
+      renderIfChanged($("pipelines"), page.data, (pipelines) => pipelines.map((p) =>
+        h("tr", {},
+          h("td", {},
+            h("a", { href: `#/pipelines/${encodeURIComponent(p.id)}` }, p.name),
+            p.preview && h("span", { class: "tag" }, "preview")),
+          h("td", {}, badge(p)),
+          h("td", { class: "muted" }, fmtTime(p.created_at)))));
+      $("list-empty").hidden = page.data.length > 0;
+      $("list-more").hidden = !page.has_more;
+    } catch (err) {
+      if (!stopped()) showError($("list-alert"), "Could not list the pipelines", err);
+    }
+  });
+  refreshList = poll.now;
+  return {
+    stop() {
+      poll.stop();
+      refreshList = () => {};
+    },
+  };
+}
+
+const form = $("new-form");
+const field = (name) => form.elements.namedItem(name);
+
+function resetFormOutput() {
+  for (const id of ["form-alert", "form-status", "diagnostics", "warnings", "form-graph"]) {
+    hide($(id));
+  }
+}
+
+function setFormBusy(busy) {
+  for (const button of form.querySelectorAll("button")) button.disabled = busy;
+}
+
+/** Puts the caret on line:column of the SQL. */
+function jumpTo(line, column) {
+  const textarea = field("query");
+  const lines = textarea.value.split("\n");
+  let offset = 0;
+  for (let i = 0; i < line - 1 && i < lines.length; i += 1) offset += lines[i].length + 1;
+  offset += Math.max(0, (column || 1) - 1);
+  textarea.focus();
+  textarea.setSelectionRange(offset, offset + 1);
+}
+
+function renderDiagnostics(diagnostics) {
+  if (!diagnostics || diagnostics.length === 0) return;
+  showText($("diagnostics"), ...diagnostics.map((d) => h("li", {},
+    d.line == null
+      ? h("span", { class: "loc" }, "—")
+      : h("button", {
+        type: "button", class: "loc", title: "Show in the query",
+        onclick: () => jumpTo(d.line, d.column),
+      }, `${d.line}:${d.column ?? 1}`),
+    h("span", { class: "message" }, d.message),
+    h("code", { class: "muted" }, d.code))));
+}
+
+async function runForm(what, call) {
+  resetFormOutput();
+  setFormBusy(true);
+  try {
+    await call();
+  } catch (err) {
+    showError($("form-alert"), what, err);
+    if (err instanceof ApiError && err.body && err.body.diagnostics) {
+      renderDiagnostics(err.body.diagnostics);
+    }
+  } finally {
+    setFormBusy(false);
+  }
+}
+
+$("validate").addEventListener("click", () => runForm("Could not validate", async () => {
+  const result = await api("POST", "/pipelines/validate_query", { query: field("query").value });
+  renderDiagnostics(result.errors);
+  if (result.warnings.length) {
+    showText($("warnings"), ...result.warnings.map((w) => h("li", {}, w)));
+  }
+  if (result.errors.length === 0) {
+    const sources = result.graph.nodes.filter((n) => n.kind === "source").length;
+    const sinks = result.graph.nodes.filter((n) => n.kind === "sink").length;
+    showText($("form-status"), `The query is valid: ${sources} source(s), ${sinks} sink(s).`);
+    renderGraph($("form-graph"), result.graph);
+  }
+}));
+
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  runForm("Could not create the pipeline", async () => {
+    const body = { name: field("name").value, query: field("query").value };
+    const parallelism = field("parallelism").value.trim();
+    if (parallelism !== "") body.parallelism = Number(parallelism);
+    const created = await api("POST", "/pipelines", body);
+    showText($("form-status"), "Created ",
+      h("a", { href: `#/pipelines/${encodeURIComponent(created.id)}` }, created.name), ".");
+    field("name").value = "";
+    refreshList();
+  });
+});
+
+$("preview").addEventListener("click", () => runForm("Could not start a preview", async () => {
+  const created = await api("POST", "/pipelines/preview", { query: field("query").value });
+  location.hash = `#/pipelines/${encodeURIComponent(created.id)}`;
+}));
+
+// ---- #/pipelines/<id> : one pipeline
+
+const ACTIONS = {
+  stop: ["PATCH", "", { stop: "checkpoint" }, "Stop with a final checkpoint requested."],
+  "stop-now": ["PATCH", "", { stop: "immediate" }, "Immediate stop requested."],
+  start: ["PATCH", "", { stop: "none" }, "Start requested."],
+  restart: ["POST", "/restart", {}, "Restart requested."],
+};
+
+let detail = null; // the pipeline shown: { id, pipeline, busy, poll }
+
+function renderPipeline(p) {
+  detail.pipeline = p;
+  $("d-name").textContent = p.name;
+  $("d-state").replaceWith(Object.assign(badge(p), { id: "d-state" }));
+  $("d-id").textContent = p.id;
+  $("d-job").textContent = p.job_id;
+  $("d-stop").textContent = p.stop;
+  $("d-parallelism").textContent = p.parallelism;
+  $("d-created").textContent = fmtTime(p.created_at);
+  if ($("d-query").textContent !== p.query) {
+    $("d-query").textContent = p.query;
+    renderGraph($("d-graph"), p.graph);
+  }
+  if (p.failure_message) showText($("d-failure"), h("strong", {}, "Failure: "), p.failure_message);
+  else hide($("d-failure"));
+  // The API says what can be asked of the job now; Restart and Delete always may be tried.
+  const stoppable = p.action === "stop";
+  const allowed = { stop: stoppable, "stop-now": stoppable, start: p.action === "start" };
+  for (const button of document.querySelectorAll("#detail-view [data-action]")) {
+    button.disabled = detail.busy || allowed[button.dataset.action] === false;
+  }
+}
+
+function renderJob(job) {
+  $("d-generation").textContent = job ? job.generation : "—";
+  $("d-restarts").textContent = job ? job.restarts : "—";
+}
+
+function renderMetrics(metrics) {
+  const latest = metrics.samples[metrics.samples.length - 1];
+  $("metrics-table").hidden = !latest;
+  $("metrics-empty").hidden = Boolean(latest);
+  $("metrics").replaceChildren(...(latest ? latest.operators : []).map((o) => h("tr", {},
+    h("td", {}, o.query),
+    h("td", { title: `input: ${fmtNumber(o.rows_in_per_second)} rows/s` },
+      fmtNumber(o.rows_processed_per_second)),
+    h("td", {}, fmtDuration(o.batch_duration_micros)),
+    h("td", {}, fmtNumber(o.state_rows)),
+    h("td", {}, fmtBytes(o.state_bytes)),
+    h("td", {}, fmtTime(o.watermark_micros)))));
+}
+
+function renderCheckpoints(list) {
+  $("checkpoints-table").hidden = list.data.length === 0;
+  $("checkpoints-empty").hidden = list.data.length > 0;
+  renderIfChanged($("checkpoints"), list.data, (data) => data.map((c) => h("tr", {},
+    h("td", {}, c.epoch),
+    h("td", {}, c.query),
+    h("td", {}, fmtTime(c.watermark_micros)),
+    h("td", {}, fmtNumber(c.rows_in)),
+    h("td", {}, fmtDuration(c.duration_micros)),
+    h("td", { class: "muted" }, fmtTime(c.finished_at)))));
+}
+
+function renderErrors(list) {
+  $("errors-empty").hidden = list.data.length > 0;
+  renderIfChanged($("errors"), list.data, (data) => data.map((e) => h("li", {},
+    h("div", { class: "muted small" },
+      `${fmtTime(e.created_at)} · ${e.domain} · generation ${e.generation}`,
+      e.retryable ? " · retryable" : ""),
+    h("div", {}, e.message),
+    e.details && h("details", {},
+      h("summary", {}, "Details"),
+      h("pre", { class: "code" }, e.details)))));
+}
+
+/** The job's output rows as they come, read with EventSource from the API's event stream. */
+function openOutput(path) {
+  const alert = $("output-alert");
+  const state = $("output-state");
+  const head = $("output-head");
+  const rows = $("output-rows");
+  const columns = [];
+  let count = 0;
+  $("output-card").hidden = false;
+  state.textContent = "connecting…";
+  const source = new EventSource(API + path);
+  source.addEventListener("open", () => {
+    hide(alert);
+    state.textContent = "streaming";
+  });
+  source.addEventListener("message", (event) => {
+    let row;
+    try {
+      row = JSON.parse(event.data);
+    } catch {
+      row = { value: event.data };
+    }
+    if (row === null || typeof row !== "object") row = { value: row };
+    for (const key of Object.keys(row)) {
+      if (!columns.includes(key)) {
+        columns.push(key);
+        head.append(h("th", {}, key));
+      }
+    }
+    rows.append(h("tr", {}, columns.map((c) => {
+      const v = row[c];
+      return h("td", {}, v === undefined ? "" : typeof v === "object" ? JSON.stringify(v) : v);
+    })));
+    while (rows.childElementCount > MAX_OUTPUT_ROWS) rows.firstElementChild.remove();
+    count += 1;
+    state.textContent = `streaming · ${count} row(s)`;
+  });
+  source.addEventListener("done", () => {
+    source.close();
+    state.textContent = `done · ${count} row(s)`;
+  });
+  source.addEventListener("error", (event) => {
+    if (event.data !== undefined) { // the API's own `event: error`
+      let message = event.data;
+      try {
+        message = JSON.parse(event.data).error || message;
+      } catch {
+        // not JSON: show it as it is
+      }
+      source.close();
+      state.textContent = "failed";
+      showError(alert, "The output stream failed", new ApiError(200, message, null));
+    } else if (source.readyState === EventSource.CLOSED) {
+      state.textContent = "disconnected";
+      explainOutputFailure(path, alert);
+    } else {
+      state.textContent = "reconnecting…";
+    }
+  });
+  return source;
+}
+
+/** EventSource hides a refused stream's answer: ask again with fetch to show the API's error. */
+async function explainOutputFailure(path, alert) {
+  const abort = new AbortController();
+  try {
+    const response = await fetch(API + path, { signal: abort.signal });
+    if (response.ok) throw new ApiError(0, "the connection was lost; reload to reconnect", null);
+    const body = await response.json().catch(() => ({}));
+    const message = body.error || response.statusText;
+    throw new ApiError(response.status, `${message} (HTTP ${response.status})`, body);
+  } catch (err) {
+    showError(alert, "The output stream failed", err instanceof ApiError
+      ? err
+      : new ApiError(0, `cannot reach the API (${err.message})`, null));
+  } finally {
+    abort.abort();
+  }
+}
+
+/** Empties the detail view, so nothing of the last pipeline shown lingers. */
+function resetDetail() {
+  const root = $("detail-view");
+  for (const el of root.querySelectorAll("[role=alert], [role=status], #d-graph, #d-failure")) {
+    hide(el);
+  }
+  for (const el of root.querySelectorAll("dd, h1, pre, tbody, #output-head, #errors")) {
+    el.replaceChildren();
+    delete el.dataset.key;
+  }
+  for (const el of root.querySelectorAll("#output-card, table[id], p.muted")) el.hidden = true;
+  $("d-state").textContent = "";
+  $("output-state").textContent = "";
+}
+
+function detailView(id) {
+  resetDetail();
+  $("detail-view").hidden = false;
+  const base = `/pipelines/${encodeURIComponent(id)}`;
+  // version: bumped by every action, so a refresh that started before one is not shown.
+  const current = { id, pipeline: null, busy: false, poll: null, output: null, version: 0 };
+  detail = current;
+  const section = async (alertId, what, path, render, stopped) => {
+    try {
+      const data = await api("GET", path);
+      if (stopped()) return;
+      hide($(alertId));
+      render(data);
+    } catch (err) {
+      if (!stopped()) showError($(alertId), what, err);
+    }
+  };
+  current.poll = poller(async (stopped) => {
+    const version = current.version;
+    let pipeline, jobs;
+    try {
+      [pipeline, jobs] = await Promise.all([api("GET", base), api("GET", `${base}/jobs`)]);
+    } catch (err) {
+      if (!stopped()) showError($("load-alert"), "Could not load the pipeline", err);
+      return;
+    }
+    if (stopped() || version !== current.version) return;
+    hide($("load-alert"));
+    renderPipeline(pipeline);
+    renderJob(jobs.data.find((j) => j.id === pipeline.job_id));
+    const job = `${base}/jobs/${encodeURIComponent(pipeline.job_id)}`;
+    if (pipeline.preview && !current.output) current.output = openOutput(`${job}/output`);
+    await Promise.all([
+      section("metrics-alert", "Could not load the metrics", `${job}/metrics`, renderMetrics,
+        stopped),
+      section("checkpoints-alert", "Could not load the checkpoints", `${job}/checkpoints?limit=50`,
+        renderCheckpoints, stopped),
+      section("errors-alert", "Could not load the errors", `${job}/errors?limit=50`, renderErrors,
+        stopped),
+    ]);
+  });
+  return {
+    stop() {
+      current.poll.stop();
+      if (current.output) current.output.close();
+      if (detail === current) detail = null;
+    },
+  };
+}
+
+async function act(action) {
+  const current = detail;
+  if (!current || current.busy) return;
+  const name = current.pipeline ? current.pipeline.name : current.id;
+  const path = `/pipelines/${encodeURIComponent(current.id)}`;
+  if (action === "delete" && !confirm(`Delete pipeline ${name} with its checkpoints and errors?`)) {
+    return;
+  }
+  hide($("detail-alert"));
+  hide($("detail-status"));
+  current.busy = true;
+  current.version += 1;
+  if (current.pipeline) renderPipeline(current.pipeline);
+  try {
+    if (action === "delete") {
+      await api("DELETE", path);
+      view.stop(); // now: the hash changes (and the view with it) only after this task
+      navigate("#/", `Deleted pipeline ${name}.`);
+      return;
+    }
+    const [method, suffix, body, done] = ACTIONS[action];
+    const pipeline = await api(method, path + suffix, body);
+    if (detail !== current) return;
+    current.pipeline = pipeline;
+    showText($("detail-status"), done);
+  } catch (err) {
+    if (detail !== current) return;
+    showError($("detail-alert"), `Could not ${action.replace("-", " ")} ${name}`, err);
+  } finally {
+    current.busy = false;
+    if (detail === current) {
+      if (current.pipeline) renderPipeline(current.pipeline);
+      current.poll.now();
+    }
+  }
+}
+
+for (const button of document.querySelectorAll("#detail-view [data-action]")) {
+  button.addEventListener("click", () => act(button.dataset.action));
+}
+
+// ---- routing
+
+let view = null;
+
+function navigate(hash, flash) {
+  pendingFlash = flash;
+  if (location.hash === hash) route();
+  else location.hash = hash;
+}
+
+let pendingFlash = null;
+
+function route() {
+  if (view) view.stop();
+  view = null;
+  $("list-view").hidden = true;
+  $("detail-view").hidden = true;
+  hide($("route-alert"));
+  if (pendingFlash) showText($("flash"), pendingFlash);
+  else hide($("flash"));
+  pendingFlash = null;
+  const path = location.hash.replace(/^#/, "") || "/";
+  const match = path.match(/^\/pipelines\/([^/]+)$/);
+  if (path === "/") view = listView();
+  else if (match) view = detailView(decodeURIComponent(match[1]));
+  else {
+    showText($("route-alert"), `There is no page ${path}: see `,
+      h("a", { href: "#/" }, "the pipelines"), ".");
+  }
+}
+
+window.addEventListener("hashchange", route);
+route();

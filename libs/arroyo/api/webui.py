@@ -1,0 +1,14 @@
+"""Where the web UI's files are: a dependency-free page (``index.html``, ``app.js``, ``style.css``
+in ``arroyo/api/web``, packaged with the library) over the REST API, served from ``/`` with
+``create_app(..., web_root=web_root())``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_WEB = Path(__file__).resolve().parent / "web"
+
+
+def web_root() -> Path:
+    """The directory holding the UI's ``index.html`` and the files it loads."""
+    return _WEB

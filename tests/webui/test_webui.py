@@ -1,0 +1,364 @@
+"""The web UI in a real browser: headless Chromium (the system's ``chromium``, as Debian
+installs it) driven by Playwright, over the real api serving ``arroyo.api.webui.web_root()``.
+
+Behind the api: a SQLite store in ``tmp_path``, the compiler service's servicer over the real
+``arroyo.compiler.Compiler`` (the session's SparkSession) on a gRPC server, and a controller
+double that runs nothing, so jobs stay ``Created``. The servers run on an event loop in a
+background thread; the test thread drives the browser with Playwright's sync API, and waits on
+conditions (Playwright's auto-waiting assertions), never on time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import re
+import shutil
+import threading
+from collections.abc import AsyncIterator, Coroutine, Iterator
+from contextlib import AsyncExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pytest
+from aiohttp import web
+from playwright.sync_api import ConsoleMessage, Error, Page, expect, sync_playwright
+
+from arroyo.api import create_app
+from arroyo.api.webui import web_root
+from arroyo.rpc import CompilerClient, ControllerClient
+from arroyo.store import Checkpoint, JobId, JobState, Store, open_store
+from arroyo_rpc.v1 import compiler_pb2_grpc, controller_pb2, controller_pb2_grpc
+
+# services/ installs as arroyo_services through the editable install's finder, which mypy does
+# not follow.
+from arroyo_services.compiler.servicer import (  # type: ignore[import-not-found, unused-ignore]
+    CompilerServicer,
+)
+from tests.service import serving
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+QUERY = """CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '10');
+CREATE TABLE out WITH (connector = 'blackhole', type = 'sink');
+INSERT INTO out SELECT counter FROM impulse;"""
+# `countr` is at line 3, column 24.
+BAD_QUERY = QUERY.replace("SELECT counter", "SELECT countr")
+OUTPUT_ROWS = [{"counter": n, "subtask": 0} for n in range(3)]
+# Seconds: the first compile on a cold JVM takes a few.
+TIMEOUT_S = 60
+
+T = TypeVar("T")
+
+
+class IdleController(controller_pb2_grpc.ControllerServiceServicer):  # type: ignore[misc]
+    """The controller service as the api uses it, scheduling nothing: it takes the api's nudges,
+    reports every job Created, serves one metrics sample for any job, and any job's output as
+    OUTPUT_ROWS and then its end."""
+
+    def __init__(self) -> None:
+        self.jobs_changed = 0
+
+    async def JobsChanged(
+        self, request: controller_pb2.JobsChangedRequest, context: Any
+    ) -> controller_pb2.JobsChangedResponse:
+        self.jobs_changed += 1
+        return controller_pb2.JobsChangedResponse()
+
+    async def GetJobStatus(
+        self, request: controller_pb2.GetJobStatusRequest, context: Any
+    ) -> controller_pb2.GetJobStatusResponse:
+        return controller_pb2.GetJobStatusResponse(job_id=request.job_id, state="Created")
+
+    async def GetJobMetrics(
+        self, request: controller_pb2.GetJobMetricsRequest, context: Any
+    ) -> controller_pb2.GetJobMetricsResponse:
+        operator = controller_pb2.OperatorMetrics(
+            query="out",
+            rows_in=1000,
+            rows_out=1000,
+            rows_in_per_second=12.5,
+            rows_processed_per_second=12.5,
+            batch_duration_micros=250_000,
+            state_rows=7,
+            state_bytes=3 * 1024 * 1024,
+        )
+        sample = controller_pb2.MetricsSample(time_micros=1, operators=[operator])
+        return controller_pb2.GetJobMetricsResponse(samples=[sample])
+
+    async def SubscribeToOutput(
+        self, request: controller_pb2.SubscribeToOutputRequest, context: Any
+    ) -> AsyncIterator[controller_pb2.SubscribeToOutputResponse]:
+        rows = [json.dumps(row) for row in OUTPUT_ROWS]
+        yield controller_pb2.SubscribeToOutputResponse(query="out", rows=rows)
+        yield controller_pb2.SubscribeToOutputResponse(query="out", done=True)
+
+
+@dataclass(frozen=True)
+class Api:
+    url: str
+    store: Store
+    controller: IdleController
+    loop: asyncio.AbstractEventLoop
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """``coro``'s result, run on the servers' loop (the store's)."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(TIMEOUT_S)
+
+
+def chromium_path() -> str:
+    for name in ("chromium", "chromium-browser"):
+        path = shutil.which(name)
+        if path is not None:
+            return path
+    pytest.fail(
+        "no Chromium on PATH (chromium or chromium-browser): the web UI's tests drive a real "
+        "browser; install Debian's package (apt-get install chromium), as .ci/run does",
+        pytrace=False,
+    )
+
+
+@contextmanager
+def running_api(tmp_path: Path, spark: SparkSession) -> Iterator[Api]:
+    """The api with the UI on a free port of 127.0.0.1, its servers on a background loop."""
+    from arroyo.compiler import Compiler
+
+    compiler = Compiler(spark)
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="webui-servers", daemon=True)
+    thread.start()
+    stack = AsyncExitStack()
+
+    async def start() -> Api:
+        store = await open_store(f"sqlite:///{tmp_path / 'a.db'}")
+        stack.push_async_callback(store.close)
+        await store.migrate()
+        add_compiler = compiler_pb2_grpc.add_CompilerServiceServicer_to_server
+        compiler_service = await stack.enter_async_context(
+            serving((add_compiler, CompilerServicer(compiler)), name="compiler")
+        )
+        controller = IdleController()
+        add_controller = controller_pb2_grpc.add_ControllerServiceServicer_to_server
+        controller_service = await stack.enter_async_context(
+            serving((add_controller, controller), name="controller")
+        )
+        compiler_client = await stack.enter_async_context(
+            CompilerClient(str(compiler_service.grpc_address))
+        )
+        controller_client = await stack.enter_async_context(
+            ControllerClient(str(controller_service.grpc_address))
+        )
+        app = create_app(store, compiler_client, controller_client, web_root=web_root())
+        runner = web.AppRunner(app)
+        await runner.setup()
+        stack.push_async_callback(runner.cleanup)
+        # Port 0: the system picks a free one.
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        host, port = runner.addresses[0][:2]
+        return Api(f"http://{host}:{port}", store, controller, loop)
+
+    try:
+        yield asyncio.run_coroutine_threadsafe(start(), loop).result(TIMEOUT_S)
+    finally:
+        try:
+            asyncio.run_coroutine_threadsafe(stack.aclose(), loop).result(TIMEOUT_S)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(TIMEOUT_S)
+            loop.close()
+
+
+@contextmanager
+def browser_page(base_url: str) -> Iterator[tuple[Page, list[str]]]:
+    """A page of a headless Chromium, and the errors its console and scripts report."""
+    executable = chromium_path()
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=["--no-sandbox"]
+        )
+        try:
+            # The page formats numbers and times in the browser's locale.
+            page = browser.new_page(base_url=base_url, locale="en-US")
+            problems: list[str] = []
+
+            def on_console(message: ConsoleMessage) -> None:
+                if message.type == "error":
+                    problems.append(f"console: {message.text}")
+
+            def on_page_error(error: Error) -> None:
+                problems.append(f"uncaught: {error.message}")
+
+            page.on("console", on_console)
+            page.on("pageerror", on_page_error)
+            yield page, problems
+        finally:
+            browser.close()
+
+
+@pytest.mark.spark
+def test_the_ui_validates_creates_stops_and_explains_refusals(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    chromium_path()  # fail before starting anything when there is no browser
+    expect.set_options(timeout=TIMEOUT_S * 1000)
+    with running_api(tmp_path, spark) as api, browser_page(api.url) as (page, problems):
+        page.goto("/")
+        expect(page.get_by_role("heading", name="Pipelines")).to_be_visible()
+        expect(page.get_by_text("No pipelines yet")).to_be_visible()
+        form = page.locator("#new-form")
+        form_alert = page.locator("#form-alert")
+
+        # A query that does not compile: its diagnostic, with line and column.
+        form.get_by_label("Name").fill("counter")
+        form.get_by_label("SQL").fill(BAD_QUERY)
+        form.get_by_role("button", name="Validate").click()
+        diagnostic = page.locator("#diagnostics li").first
+        expect(diagnostic).to_contain_text("3:24")
+        expect(diagnostic).to_contain_text("countr")
+        expect(form_alert).to_be_hidden()
+
+        # Create refuses it with the API's message and the same diagnostic.
+        form.get_by_role("button", name="Create").click()
+        expect(form_alert).to_contain_text("the query does not compile")
+        expect(page.locator("#diagnostics")).to_contain_text("3:24")
+        expect(page.locator("#pipelines tr")).to_have_count(0)
+
+        # The good query validates and shows its dataflow.
+        form.get_by_label("SQL").fill(QUERY)
+        form.get_by_role("button", name="Validate").click()
+        expect(page.locator("#form-status")).to_contain_text("The query is valid")
+        expect(page.locator("#diagnostics")).to_be_hidden()
+        graph = page.locator("#form-graph svg")
+        expect(graph.locator(".node.source .label")).to_have_text("impulse")
+        expect(graph.locator(".node.sink .label")).to_have_text("out")
+        expect(graph.locator(".node.sink .kind")).to_have_text("sink · blackhole")
+        expect(graph.locator(".edge")).to_have_count(1)
+
+        # Created, it shows up in the list (refreshed by polling and after the create).
+        form.get_by_role("button", name="Create").click()
+        expect(page.locator("#form-status")).to_contain_text("Created counter")
+        row = page.locator("#pipelines tr", has_text="counter")
+        expect(row).to_contain_text("Created")
+
+        # Its page.
+        row.get_by_role("link", name="counter").click()
+        expect(page).to_have_url(re.compile(r"#/pipelines/pl_[a-z0-9]+$"))
+        pipeline_id = page.url.rsplit("/", 1)[-1]
+        expect(page.locator("#d-name")).to_have_text("counter")
+        expect(page.locator("#d-state")).to_have_text("Created")
+        expect(page.locator("#d-stop")).to_have_text("none")
+        expect(page.locator("#d-generation")).to_have_text("0")
+        expect(page.locator("#d-query")).to_contain_text("INSERT INTO out SELECT counter")
+        expect(page.locator("#metrics")).to_contain_text("12.5")
+        expect(page.locator("#metrics")).to_contain_text("3.0 MiB")
+        expect(page.get_by_text("No checkpoints yet.")).to_be_visible()
+        expect(page.get_by_text("No errors.")).to_be_visible()
+
+        # What the controller records shows up at the next refresh.
+        job_id = JobId(page.locator("#d-job").inner_text())
+        checkpoint = Checkpoint(
+            job_id=job_id,
+            query="out",
+            epoch=41,
+            generation=0,
+            watermark_micros=None,
+            offsets_json='{"impulse": 410}',
+            state_rows=0,
+            state_bytes=0,
+            rows_in=1234,
+            duration_micros=1_500_000,
+            finished_at=1,
+        )
+        api.run(api.store.add_checkpoint(checkpoint))
+        api.run(
+            api.store.add_job_error(
+                job_id,
+                generation=0,
+                domain="external",
+                retryable=True,
+                message="the worker was lost",
+                details="heartbeat missed",
+            )
+        )
+        checkpoint_row = page.locator("#checkpoints tr")
+        expect(checkpoint_row).to_have_count(1)
+        for cell in ("41", "out", "1,234", "1.50 s"):
+            expect(checkpoint_row).to_contain_text(cell)
+        expect(page.locator("#errors li")).to_contain_text("the worker was lost")
+        expect(page.locator("#errors li")).to_contain_text("external · generation 0 · retryable")
+        # Only a stopped job can be started.
+        expect(page.get_by_role("button", name="Start", exact=True)).to_be_disabled()
+
+        # Stop (with a checkpoint): the API stores the request; no controller acts on it.
+        page.get_by_role("button", name="Stop", exact=True).click()
+        expect(page.locator("#detail-status")).to_have_text(
+            "Stop with a final checkpoint requested."
+        )
+        expect(page.locator("#d-stop")).to_have_text("checkpoint")
+        expect(page.locator("#d-state")).to_have_text("Created · stopping")
+        stored = page.request.get(f"/api/v1/pipelines/{pipeline_id}").json()
+        assert (stored["stop"], stored["state"]) == ("checkpoint", "Created")
+
+        # Delete is refused while the job is not stopped, and the UI says why.
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.get_by_role("button", name="Delete").click()
+        detail_alert = page.get_by_role("alert").filter(has_text="Could not delete counter")
+        expect(detail_alert).to_contain_text(f"pipeline {pipeline_id} is Created; stop it first")
+        expect(detail_alert).to_contain_text("HTTP 409")
+        assert page.request.get(f"/api/v1/pipelines/{pipeline_id}").ok
+
+        page.get_by_role("button", name="Restart").click()
+        expect(page.locator("#detail-status")).to_have_text("Restart requested.")
+        expect(detail_alert).to_be_hidden()
+
+        # The controller's part, played through the store: the job failed for good.
+        job = api.run(api.store.get_job(job_id))
+        assert job is not None
+        failed = dataclasses.replace(
+            job.status,
+            state=JobState.FAILED,
+            generation=2,
+            restarts=1,
+            restart_nonce=job.config.restart_nonce,
+            failure_message="the worker was lost",
+            failure_domain="external",
+        )
+        api.run(api.store.update_job_status(job_id, failed))
+        expect(page.locator("#d-state")).to_have_text("Failed")
+        expect(page.locator("#d-failure")).to_have_text("Failure: the worker was lost")
+        expect(page.locator("#d-generation")).to_have_text("2")
+        expect(page.locator("#d-restarts")).to_have_text("1")
+        expect(page.get_by_role("button", name="Start", exact=True)).to_be_enabled()
+        expect(page.get_by_role("button", name="Stop", exact=True)).to_be_disabled()
+
+        # A failed pipeline can be deleted: back to the list, which no longer has it.
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.get_by_role("button", name="Delete").click()
+        expect(
+            page.get_by_role("status").filter(has_text="Deleted pipeline counter.")
+        ).to_be_visible()
+        expect(page.get_by_text("No pipelines yet")).to_be_visible()
+        assert page.request.get(f"/api/v1/pipelines/{pipeline_id}").status == 404
+
+        # A preview streams its output rows into the page.
+        form.get_by_label("SQL").fill(QUERY)
+        form.get_by_role("button", name="Preview").click()
+        expect(page.locator("#d-name")).to_have_text(re.compile(r"^preview-pl_"))
+        expect(page.locator("#output-state")).to_have_text("done · 3 row(s)")
+        expect(page.locator("#output-head")).to_have_text(re.compile("counter.*subtask"))
+        expect(page.locator("#output-rows tr")).to_have_count(len(OUTPUT_ROWS))
+        expect(page.locator("#output-rows tr").nth(2)).to_contain_text("2")
+        expect(page.locator("#output-alert")).to_be_hidden()
+
+        assert api.controller.jobs_changed >= 3
+
+    # Chromium logs every refused request; those two the test provoked are the only errors.
+    expected = {
+        "console: Failed to load resource: the server responded with a status of 400 (Bad Request)",
+        "console: Failed to load resource: the server responded with a status of 409 (Conflict)",
+    }
+    assert [p for p in problems if p not in expected] == []
+    assert set(problems) == expected
