@@ -15,6 +15,7 @@ from .servicer import CompilerServicer
 
 def main(config: Config, args: argparse.Namespace) -> int:
     from arroyo.engine.session import SessionSettings, get_or_create_session
+    from arroyo.engine.warmup import plan_sample
 
     # Before any gRPC thread exists: PySpark forks the JVM's launcher with a preexec_fn, which
     # can deadlock in a process whose other threads hold locks at the fork. Planning only
@@ -22,6 +23,7 @@ def main(config: Config, args: argparse.Namespace) -> int:
     spark = get_or_create_session(
         SessionSettings(fast_start=True, driver_memory="1g", app_name="arroyo-compiler")
     )
+    plan_sample(spark)  # the first plan in a JVM is slow: not a user's
     asyncio.run(_serve(config, Compiler(spark)))
     return 0
 

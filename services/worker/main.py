@@ -49,7 +49,11 @@ def main(config: Config, args: argparse.Namespace) -> int:
         )
     )
     if args.warm:
-        # A warm worker: Spark is up; wait for the node to hand over a job (EOF: the node went).
+        # A warm worker: Spark is up and has run a first pipeline; wait for the node to hand
+        # over a job (EOF: the node went).
+        from arroyo.engine.warmup import run_sample
+
+        run_sample(spark)
         line = sys.stdin.readline()
         if not line:
             return 0

@@ -1,0 +1,49 @@
+"""Warming a fresh SparkSession so that the first real pipeline starts fast.
+
+A new JVM plans and runs its first streaming query several times slower than later ones (class
+loading, code generation, the JIT). A process that will serve a pipeline soon (the compiler, a
+node's warm worker) runs this once at start-up, off the clock.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import structlog
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = structlog.get_logger(__name__)
+
+# Source, projection, a windowed aggregate and a sink: the common paths of a first pipeline.
+WARM_UP_QUERY = """
+CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '1000000', message_count = '100',
+                           event_time_interval = '10 milliseconds');
+CREATE TABLE warm_out WITH (connector = 'blackhole', type = 'sink');
+INSERT INTO warm_out SELECT tumble(interval '1 second') AS window, counter % 3 AS k, count(*) AS n
+FROM impulse WHERE counter >= 0 GROUP BY window, counter % 3;
+"""
+
+
+def plan_sample(spark: SparkSession) -> None:
+    """Plan the sample query (what a compiler does for each request)."""
+    from arroyo.sql.planner import Planner
+
+    with tempfile.TemporaryDirectory(prefix="arroyo-warmup-") as tmp:
+        Planner(spark, state_dir=Path(tmp)).plan(WARM_UP_QUERY)
+
+
+def run_sample(spark: SparkSession) -> None:
+    """Plan and run the sample to its end (what a worker does for each job)."""
+    from arroyo.engine.runner import PipelineRunner
+    from arroyo.sql.planner import Planner
+
+    with tempfile.TemporaryDirectory(prefix="arroyo-warmup-") as tmp:
+        program = Planner(spark, state_dir=Path(tmp)).plan(WARM_UP_QUERY)
+        runner = PipelineRunner(spark, program, Path(tmp) / "state")
+        runner.start()
+        runner.wait(timeout=120)
+    log.info("spark_warmed_up")
