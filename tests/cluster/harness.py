@@ -88,10 +88,11 @@ class Cluster:
         self.api_url = f"http://127.0.0.1:{ports['api'][0]}/api/v1"
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
 
-    def start(self, name: str) -> None:
+    def start(self, name: str, command: list[str] | None = None) -> None:
+        """``arroyo <command>`` (default: ``arroyo <name>``) as the service ``name``."""
         log = (self.root / "logs" / f"{name}.log").open("ab")
         self.processes[name] = subprocess.Popen(
-            [sys.executable, "-m", "arroyo.cli.main", name],
+            [sys.executable, "-m", "arroyo.cli.main", *(command or [name])],
             env=self.env,
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -121,6 +122,19 @@ class Cluster:
         for path in sorted((self.root / "data" / "logs").glob("*.log")):
             parts.append(f"--- {path.name}\n{path.read_text(errors='replace')[-4000:]}")
         return "\n".join(parts)
+
+    def shutdown(self) -> None:
+        """SIGTERM every service, SIGKILL what does not stop, and any worker left behind."""
+        for process in self.processes.values():
+            process.send_signal(signal.SIGTERM)
+        for process in self.processes.values():
+            try:
+                process.wait(60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self.processes.clear()
+        _kill_leftover_workers(self.root)
 
     # the REST API, as a user calls it
 
@@ -184,15 +198,7 @@ def running_cluster(root: Path, database_url: str) -> Iterator[Cluster]:
             cluster.wait_ready(name)
         yield cluster
     finally:
-        for process in cluster.processes.values():
-            process.send_signal(signal.SIGTERM)
-        for process in cluster.processes.values():
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        _kill_leftover_workers(root)
+        cluster.shutdown()
 
 
 def _kill_leftover_workers(root: Path) -> None:

@@ -1,0 +1,116 @@
+"""docker-compose.yml, without a Docker engine: its structure checked, its environment loaded as
+the services' config, and its services run as local processes with the file's own commands and
+environment (host names and ports mapped onto loopback), against a real PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from arroyo.config import load_config
+from tests.cluster.harness import Cluster, free_port, fresh_postgres_database
+
+ROOT = Path(__file__).resolve().parents[2]
+ARROYO_SERVICES = ("migrate", "controller", "compiler", "node", "api")
+HOSTS = ("postgres", "controller", "compiler", "node", "api", "spark-master")
+
+
+def compose() -> dict[str, Any]:
+    return dict(yaml.safe_load((ROOT / "docker-compose.yml").read_text()))
+
+
+def test_compose_file_is_well_formed() -> None:
+    spec = compose()
+    services = spec["services"]
+    assert set(ARROYO_SERVICES) | {"postgres", "spark-master", "spark-worker"} == set(services)
+    for name, service in services.items():
+        for dependency, condition in (service.get("depends_on") or {}).items():
+            assert dependency in services, f"{name} depends on unknown {dependency}"
+            assert condition["condition"] in {
+                "service_healthy",
+                "service_started",
+                "service_completed_successfully",
+            }
+            if condition["condition"] == "service_healthy":
+                assert "healthcheck" in services[dependency], f"{dependency} has no healthcheck"
+        for volume in service.get("volumes", []):
+            assert volume.split(":")[0] in spec["volumes"], volume
+    for name in ARROYO_SERVICES:
+        service = services[name]
+        assert service["command"][0] in {"migrate", "controller", "compiler", "node", "api"}
+        # What each container gets is a valid configuration: no unknown or ill-typed key.
+        config = load_config(environ=service["environment"], cwd=ROOT / "tests")
+        assert config.database.url.startswith("postgresql://")
+    for name in ("controller", "compiler", "node", "api"):
+        health = services[name]["healthcheck"]
+        port = services[name]["environment"].get("HEALTH_PORT", "5126")
+        admin = services[name]["environment"][f"ARROYO__{name.upper()}__ADMIN_PORT"]
+        assert port == admin, f"{name}'s health check probes {port}, its admin port is {admin}"
+        assert "/status" in " ".join(health["test"])
+
+
+def localise(
+    environment: dict[str, str], ports: dict[str, str], database_url: str, root: Path
+) -> dict[str, str]:
+    """A container's environment for a process on this machine: every host is 127.0.0.1 and
+    every port the file names is the free one ``ports`` maps it to."""
+
+    def local(key: str, value: str) -> str:
+        if key == "ARROYO__DATABASE__URL":
+            return database_url
+        if key == "ARROYO__DATA_DIR":
+            return str(root / "data")
+        if value == "0.0.0.0":
+            return "127.0.0.1"
+        value = re.sub(rf"\b({'|'.join(map(re.escape, HOSTS))})\b", "127.0.0.1", value)
+        return re.sub(r"\b\d{4,5}\b", lambda m: ports.get(m.group(0), m.group(0)), value)
+
+    return {key: local(key, value) for key, value in environment.items()}
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_compose_services_run_a_pipeline_as_local_processes(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    spec = compose()["services"]
+    database = fresh_postgres_database(postgres_url)
+    ports = {
+        value: str(free_port())
+        for key, value in spec["api"]["environment"].items()
+        if key.endswith("_PORT")
+    }
+    cluster = Cluster(tmp_path, database)
+    base_env = dict(cluster.env)
+    api = localise(spec["api"]["environment"], ports, database, tmp_path)
+    cluster.api_url = f"http://127.0.0.1:{api['ARROYO__API__PORT']}/api/v1"
+    try:
+        for name in ARROYO_SERVICES:
+            cluster.env = {
+                **base_env,
+                **localise(spec[name]["environment"], ports, database, tmp_path),
+            }
+            cluster.start(name, spec[name]["command"])
+            if name == "migrate":
+                assert cluster.processes.pop("migrate").wait(120) == 0, cluster.logs()
+        for name in ("controller", "compiler", "node", "api"):
+            cluster.wait_ready(name)
+        output = tmp_path / "out.json"
+        query = f"""
+        CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '1000',
+            message_count = '100', event_time_interval = '10 milliseconds');
+        CREATE TABLE out WITH (connector = 'single_file', path = '{output}', type = 'sink');
+        INSERT INTO out SELECT tumble(interval '1 second') AS window, count(*) AS n
+        FROM impulse GROUP BY window;
+        """
+        pid = cluster.call("POST", "/pipelines", {"name": "compose", "query": query})["id"]
+        job = cluster.wait_state(pid, "Finished", "Failed")
+        assert job["state"] == "Finished", job
+        assert sum(json.loads(line)["n"] for line in output.read_text().splitlines()) == 100
+    finally:
+        cluster.shutdown()
