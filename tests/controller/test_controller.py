@@ -1,0 +1,91 @@
+"""The controller service in-process over real gRPC and a real SQLite store: a job is picked up
+from the database, its worker's reports are routed by generation, and a stale generation is
+refused with FAILED_PRECONDITION (``stale_generation``)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from arroyo.config import Config, ControllerConfig
+from arroyo.controller import Controller
+from arroyo.rpc import ControllerClient, RpcError
+from arroyo.sql.program import PipelineProgram
+from arroyo.store import JobConfig, JobId, JobState, Pipeline, PipelineId, StopMode, open_store
+from arroyo_rpc.v1 import common_pb2 as common
+from arroyo_rpc.v1 import controller_pb2 as pb
+from arroyo_rpc.v1 import controller_pb2_grpc
+from arroyo_services.controller.servicer import ControllerServicer  # type: ignore[import-not-found, unused-ignore]
+from tests.service import serving
+
+
+async def eventually(what: str, probe: Callable[[], Awaitable[bool]], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not await probe():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
+def test_reports_are_routed_by_generation(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        store = await open_store(f"sqlite:///{tmp_path / 'a.db'}")
+        await store.migrate()
+        config = Config(
+            data_dir=tmp_path,
+            controller=ControllerConfig(poll_interval_s=0.05, heartbeat_timeout_s=30),
+        )
+        job_id, broken = JobId("job_1"), JobId("job_2")
+        empty = PipelineProgram(sources=[], views=[], queries=[]).to_json()
+        for pid, jid, program in (("pl_1", job_id, empty), ("pl_2", broken, "{}")):
+            await store.create_pipeline(
+                Pipeline(PipelineId(pid), pid, "SELECT 1", "", program, "{}", 0),
+                jid,
+                JobConfig(StopMode.NONE, 1, 0, 0, False, False),
+            )
+        controller = Controller(config, store)
+        await controller.start()
+        add = controller_pb2_grpc.add_ControllerServiceServicer_to_server
+        try:
+            async with serving((add, ControllerServicer(controller))) as running:
+                client = ControllerClient(str(running.grpc_address))
+
+                async def scheduling() -> bool:
+                    job = await store.get_job(job_id)
+                    return job is not None and job.status.state is JobState.SCHEDULING
+
+                # No node has registered: the job waits in Scheduling, at generation 1.
+                await eventually("Scheduling", scheduling)
+                current = common.JobRef(job_id=job_id, generation=1, worker_id="w")
+                await client.heartbeat(pb.HeartbeatRequest(job=current, address="127.0.0.1:1"))
+
+                stale = common.JobRef(job_id=job_id, generation=0, worker_id="old")
+                with pytest.raises(RpcError) as refused:
+                    await client.task_started(pb.TaskStartedRequest(job=stale))
+                assert refused.value.code == "stale_generation"
+                assert not refused.value.retryable
+
+                with pytest.raises(RpcError) as unknown:
+                    await client.heartbeat(
+                        pb.HeartbeatRequest(job=common.JobRef(job_id="nope", generation=1))
+                    )
+                assert unknown.value.code == "not_found"
+                await client.close()
+
+                # A program that does not load is the user's to fix: Failed at once, with why.
+                async def failed() -> bool:
+                    job = await store.get_job(broken)
+                    return job is not None and job.status.state is JobState.FAILED
+
+                await eventually("Failed", failed)
+                job = await store.get_job(broken)
+                assert job is not None and job.status.restarts == 0
+                assert "does not load" in str(job.status.failure_message)
+        finally:
+            await controller.close()
+            await store.close()
+
+    asyncio.run(scenario())
