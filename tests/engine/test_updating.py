@@ -75,7 +75,19 @@ SRC = """CREATE TABLE src (k TEXT, v BIGINT) WITH (connector = 'single_file',
         (
             "CREATE TABLE cdc (k TEXT PRIMARY KEY, v BIGINT) WITH (connector = 'single_file', "
             "path = '/cdc.json', format = 'debezium_json', type = 'source');\n"
-            "SELECT count(*) FROM cdc;",
+            "SELECT max(v) FROM cdc;",
+            "changelog_aggregate",
+        ),
+        (
+            "CREATE TABLE cdc (k TEXT PRIMARY KEY, v BIGINT) WITH (connector = 'single_file', "
+            "path = '/cdc.json', format = 'debezium_json', type = 'source');\n"
+            "SELECT k, count(DISTINCT v) FROM cdc GROUP BY k;",
+            "changelog_aggregate",
+        ),
+        (
+            "CREATE TABLE cdc (k TEXT PRIMARY KEY, v BIGINT) WITH (connector = 'single_file', "
+            "path = '/cdc.json', format = 'debezium_json', type = 'source');\n"
+            "CREATE VIEW big AS SELECT k, v FROM cdc WHERE v > 1;\nSELECT count(*) FROM big;",
             "updating_input",
         ),
     ],
@@ -85,7 +97,9 @@ SRC = """CREATE TABLE src (k TEXT, v BIGINT) WITH (connector = 'single_file',
         "aggregate_of_updating",
         "key_dropped",
         "changelog_without_key",
-        "aggregate_of_changelog",
+        "max_of_changelog",
+        "count_distinct_of_changelog",
+        "aggregate_of_filtered_changelog",
     ],
 )
 def test_refused_updating_queries(spark: SparkSession, tmp_path: Path, sql: str, code: str) -> None:

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from arroyo.connectors import ReadContext, connector
 from arroyo.formats.codec import decode
-from arroyo.sql.program import KEEP, PipelineProgram, TableSpec, ViewSpec
+from arroyo.sql.program import KEEP, SIGN, PipelineProgram, TableSpec, ViewSpec, signed_view
 
 EVENT_TIME = "_timestamp"
 # The end-of-input marker's event time: later than any real event, so the watermark derived from
@@ -41,8 +41,11 @@ def _end_of_time() -> Column:
     return F.lit(END_OF_TIME).cast("TIMESTAMP")
 
 
-def build_source(spark: SparkSession, table: TableSpec, settings: BuildSettings) -> DataFrame:
-    """The table's rows: its declared columns plus the hidden event time ``_timestamp``."""
+def build_source(
+    spark: SparkSession, table: TableSpec, settings: BuildSettings, *, signed: bool = False
+) -> DataFrame:
+    """The table's rows: its declared columns plus the hidden event time ``_timestamp``.
+    ``signed``: a changelog source's changes as signed rows (``SIGN``) instead."""
     conn = connector(table.connector)
     assert conn is not None, table.connector
     ctx = ReadContext(
@@ -53,7 +56,7 @@ def build_source(spark: SparkSession, table: TableSpec, settings: BuildSettings)
     )
     df = conn.read(ctx, table)
     if table.format is not None and conn.formats:
-        df = decode(df, table)
+        df = decode(df, table, signed=signed)
     for col in table.columns:
         if col.metadata_key is not None:
             df = df.withColumn(col.name, F.col(f"_meta_{col.metadata_key}").cast(col.spark_type))
@@ -67,7 +70,8 @@ def build_source(spark: SparkSession, table: TableSpec, settings: BuildSettings)
     else:
         event = F.coalesce(F.col("_source_time"), F.current_timestamp())
     # A changelog source's rows say whether they (still) exist: see arroyo.engine.changelog.
-    names = [c.name for c in table.columns] + ([KEEP] if table.is_changelog else [])
+    extra = [SIGN] if signed else [KEEP] if table.is_changelog else []
+    names = [c.name for c in table.columns] + extra
     if not table.bounded:
         # Nothing ends, so none of the end-of-input machinery below is paid for.
         df = df.withColumn(EVENT_TIME, event)
@@ -89,9 +93,18 @@ def build_source(spark: SparkSession, table: TableSpec, settings: BuildSettings)
 def register(spark: SparkSession, program: PipelineProgram, settings: BuildSettings) -> None:
     """Make every source and view of the program visible to Spark SQL by its name."""
     for table in program.sources:
-        build_source(spark, table, settings).createOrReplaceTempView(table.name)
+        register_source(spark, table, settings)
     for view in program.views:
         register_view(spark, view)
+
+
+def register_source(spark: SparkSession, table: TableSpec, settings: BuildSettings) -> None:
+    """The source's view; for a changelog, its signed rows' view too (each query reads the
+    source anew, so a query reads the one it names)."""
+    build_source(spark, table, settings).createOrReplaceTempView(table.name)
+    if table.is_changelog:
+        signed = build_source(spark, table, settings, signed=True)
+        signed.createOrReplaceTempView(signed_view(table.name))
 
 
 def register_view(spark: SparkSession, view: ViewSpec) -> None:

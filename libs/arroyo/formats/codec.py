@@ -7,7 +7,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType, TimestampType
 
 from arroyo.formats import JsonOptions, parse_format_options
-from arroyo.sql.program import ColumnSpec, TableSpec
+from arroyo.sql.program import SIGN, ColumnSpec, TableSpec
 
 CORRUPT = "_corrupt_record"
 
@@ -28,11 +28,11 @@ def physical_columns(table: TableSpec) -> list[ColumnSpec]:
     return [c for c in table.columns if c.physical]
 
 
-def decode(df: DataFrame, table: TableSpec) -> DataFrame:
+def decode(df: DataFrame, table: TableSpec, *, signed: bool = False) -> DataFrame:
     """Turn the connector's ``value`` into the table's physical columns, applying ``bad_data``.
 
     Keeps ``_source_time``, ``_eoi`` and any ``_meta_*`` columns. The end-of-input marker row is
-    never bad data.
+    never bad data. ``signed``: a changelog's changes as signed rows (see ``_decode_signed``).
     """
     assert table.format is not None
     fmt = table.format.name
@@ -44,6 +44,8 @@ def decode(df: DataFrame, table: TableSpec) -> DataFrame:
     if fmt not in ("json", "debezium_json"):
         return df
     if fmt == "debezium_json":
+        if signed:
+            return _decode_signed(df, table, physical, passthrough)
         return _decode_debezium(df, table, physical, passthrough)
     opts = _json_options(table)
     if opts.unstructured:
@@ -102,6 +104,48 @@ def _decode_debezium(
     bad = bad & ~F.col("_eoi")
     keep = (~deleted).alias("__arroyo_keep")
     out = out.select(*selected, keep, bad.alias("_bad"), "_raw", *passthrough)
+    return apply_bad_data(out, table)
+
+
+def _decode_signed(
+    df: DataFrame, table: TableSpec, physical: list[ColumnSpec], passthrough: list[str]
+) -> DataFrame:
+    """Change records as signed rows, for aggregates that retract: ``c``/``r`` add the row after
+    (+1), ``d`` takes the row before away (-1), ``u`` does both. An update without its before
+    image cannot be retracted, so it is bad data here."""
+    row = ", ".join(f"`{c.name}` {c.spark_type}" for c in physical)
+    schema = f"before STRUCT<{row}>, after STRUCT<{row}>, op STRING, `{CORRUPT}` STRING"
+    text = F.col("value").cast("STRING")
+    parsed = F.from_json(
+        text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
+    ).alias("_parsed")
+    op, before = F.col("_parsed.op"), F.col("_parsed.before")
+    deleted = op == "d"
+    changes = F.array(
+        F.struct(
+            F.when(deleted, before).otherwise(F.col("_parsed.after")).alias("image"),
+            F.when(deleted, F.lit(-1)).otherwise(F.lit(1)).alias("sign"),
+        ),
+        F.struct(F.when(op == "u", before).alias("image"), F.lit(-1).alias("sign")),
+    )
+    image = F.col("_change.image")
+    bad = (
+        F.col("_parsed").isNull()
+        | F.col(f"_parsed.`{CORRUPT}`").isNotNull()
+        | ~F.coalesce(op.isin("c", "r", "u", "d"), F.lit(False))
+        | image.isNull()
+    )
+    for key in table.primary_key:
+        bad = bad | image.getField(key).isNull()
+    out = (
+        df.select(parsed, text.alias("_raw"), *passthrough)
+        .select("*", F.posexplode(changes).alias("_position", "_change"))
+        # The second change exists for updates only (the end-of-input marker keeps its first).
+        .filter((F.col("_position") == 0) | (op == "u"))
+    )
+    selected = [image.getField(c.name).alias(c.name) for c in physical]
+    sign = F.col("_change.sign").alias(SIGN)
+    out = out.select(*selected, sign, (bad & ~F.col("_eoi")).alias("_bad"), "_raw", *passthrough)
     return apply_bad_data(out, table)
 
 

@@ -34,12 +34,14 @@ from arroyo.formats import FORMATS, FormatError, format_option_prefix, parse_for
 from arroyo.sql.functions import FunctionError, translate
 from arroyo.sql.program import (
     KEEP,
+    SIGN,
     ColumnSpec,
     FormatSpec,
     PipelineProgram,
     SinkQuery,
     TableSpec,
     ViewSpec,
+    signed_view,
 )
 from arroyo.sql.statements import (
     CreateTable,
@@ -141,8 +143,8 @@ class Planner:
     def plan(self, sql: str) -> PipelineProgram:
         from arroyo.engine.build import (
             BuildSettings,
-            build_source,
             drop_temp_views,
+            register_source,
             register_view,
         )
 
@@ -169,9 +171,7 @@ class Planner:
                         sources.append(table.spec)
                         if table.spec.is_changelog:
                             state.view_updating[stmt.name] = table.spec.primary_key
-                        build_source(self.spark, table.spec, settings).createOrReplaceTempView(
-                            table.spec.name
-                        )
+                        register_source(self.spark, table.spec, settings)
                 elif isinstance(stmt, CreateTable | CreateView):
                     query = stmt.as_query if isinstance(stmt, CreateTable) else stmt.query
                     assert query is not None
@@ -808,6 +808,8 @@ class _Rewriter:
         if grouped_window is not None:
             return self._windowed_aggregate(select, grouped_window)
         updating_inputs = [r for r in relations if r.updating is not None]
+        if is_aggregate and len(relations) == 1 and self._reads_changelog(select):
+            return self._changelog_aggregate(select, relations)
         if updating_inputs and (is_aggregate or len(relations) > 1):
             what = "an aggregate" if is_aggregate else "a join"
             raise _error(
@@ -1152,6 +1154,75 @@ class _Rewriter:
             select.set("having", None)
             select.append("expressions", exp.alias_(having.this.copy(), KEEP))
         return _Planned(select, None, keys)
+
+    def _reads_changelog(self, select: exp.Select) -> bool:
+        """Whether the query reads a changelog source table directly."""
+        from_ = select.args.get("from_") or select.args.get("from")
+        source = from_.this if from_ is not None else None
+        if not isinstance(source, exp.Table):
+            return False
+        known = self.state.tables.get(source.name)
+        return known is not None and known.spec.is_changelog
+
+    def _changelog_aggregate(self, select: exp.Select, relations: list[_Relation]) -> _Planned:
+        """An aggregate over a changelog source: it reads the source's signed rows (a change
+        as +1 for the row after and -1 for the row before) and weighs each by its sign, so an
+        update or a delete retracts what the old row contributed. count, sum and avg retract
+        this way; a group whose rows are all gone is deleted."""
+        from_ = select.args.get("from_") or select.args.get("from")
+        assert from_ is not None
+        table = from_.this
+        alias = table.alias_or_name
+        table.replace(
+            exp.Table(
+                this=exp.to_identifier(signed_view(table.name)),
+                alias=exp.TableAlias(this=exp.to_identifier(alias)),
+            )
+        )
+        sign = exp.column(SIGN, table=alias)
+        aggregates = [n for n in select.find_all(exp.Func) if isinstance(n, exp.AggFunc)]
+        for node in aggregates:
+            node.replace(self._signed_aggregate(node, sign))
+        present = exp.GT(this=exp.Sum(this=sign.copy()), expression=exp.Literal.number(0))
+        having = select.args.get("having")
+        condition = present if having is None else exp.and_(present, having.this.copy())
+        select.set("having", exp.Having(this=condition))
+        return self._updating_aggregate(select, relations)
+
+    def _signed_aggregate(self, node: exp.Func, sign: exp.Expression) -> exp.Expression:
+        def weight(value: exp.Expression) -> exp.Expression:
+            return exp.If(
+                this=exp.Is(this=value.copy(), expression=exp.Null()),
+                true=exp.Literal.number(0),
+                false=sign.copy(),
+            )
+
+        if isinstance(node, exp.Count):
+            value = node.this
+            if value is None or isinstance(value, exp.Star):
+                return exp.Sum(this=sign.copy())
+            return exp.Sum(this=weight(value))
+        if isinstance(node, exp.Sum):
+            return exp.Sum(
+                this=exp.Mul(this=exp.Paren(this=node.this.copy()), expression=sign.copy())
+            )
+        if isinstance(node, exp.Avg):
+            total = exp.Sum(
+                this=exp.Mul(this=exp.Paren(this=node.this.copy()), expression=sign.copy())
+            )
+            count = exp.Sum(this=weight(node.this))
+            return exp.Div(
+                this=exp.Cast(this=total, to=exp.DataType.build("DOUBLE")),
+                expression=exp.Nullif(this=count, expression=exp.Literal.number(0)),
+            )
+        # count(DISTINCT x) arrives here already rewritten (see arroyo.sql.functions).
+        name = "count(DISTINCT ...)" if isinstance(node, exp.ArrayUniqueAgg) else f"{node.key}()"
+        raise _error(
+            "changelog_aggregate",
+            f"{name} cannot retract rows of a changelog (updates and deletes); "
+            f"over a changelog use count, sum or avg",
+            _span_of(self.text, node),
+        )
 
     def _updating_projection(self, select: exp.Select, input_: _Relation) -> _Planned:
         """A projection over an updating result: updating too, keyed the same way; its WHERE

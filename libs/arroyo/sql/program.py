@@ -39,6 +39,14 @@ class FormatSpec:
 # qualifies. A HAVING, a WHERE over updating input, or a debezium delete sets it false, so that
 # the sink writes a delete where Spark would silently drop the row.
 KEEP = "__arroyo_keep"
+# On the signed rows of a changelog source (``signed_view``): +1 a row that appears, -1 one
+# that goes away; aggregates over a changelog weigh each row by it, so that they retract.
+SIGN = "__arroyo_sign"
+
+
+def signed_view(table: str) -> str:
+    """The name of a changelog source's signed rows, next to the table's own view."""
+    return f"__signed_{table}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,12 +21,15 @@ log = structlog.get_logger(__name__)
 
 class Running:
     """The worker runs the program. Checkpoints are recorded as they come; a checkpoint is also
-    proof of health, so it resets the count of restarts."""
+    proof of health, so it resets the count of restarts. A new parallelism or checkpoint
+    interval restarts the job from a checkpoint with it."""
 
     name: ClassVar[JobState] = JobState.RUNNING
 
     async def next(self, ctx: JobContext) -> JobState:
-        parallelism = ctx.config.parallelism
+        # Settings the running worker was started with: a change restarts it (with a
+        # checkpoint), the only way to rescale or re-trigger a Spark query.
+        started_with = (ctx.config.parallelism, ctx.config.checkpoint_interval_micros)
         ctx.last_heartbeat = time.monotonic()
         while True:
             event = await ctx.next_event(None)
@@ -40,7 +43,8 @@ class Running:
                     return JobState.CHECKPOINT_STOPPING
                 if ctx.config.stop in (StopMode.IMMEDIATE, StopMode.FORCE):
                     return JobState.STOPPING
-                if ctx.restart_requested() or ctx.config.parallelism != parallelism:
+                settings = (ctx.config.parallelism, ctx.config.checkpoint_interval_micros)
+                if ctx.restart_requested() or settings != started_with:
                     return JobState.RESTARTING
             elif isinstance(event, TaskFinished):
                 return JobState.FINISHING
