@@ -74,6 +74,20 @@ def test_lifecycle_through_the_api(cluster: Cluster, tmp_path: Path) -> None:
     cluster.wait_state(pid, "Running")
     cluster.until("two checkpoints", lambda: len(cluster.checkpoints(pid)) >= 2)
     cluster.until("three windows", lambda: len(windows(output)) >= 3)
+    job = cluster.job(pid)
+    metrics = cluster.call("GET", f"/pipelines/{pid}/jobs/{job['id']}/metrics")
+    assert metrics["samples"], metrics
+
+    # A new parallelism restarts the job from a checkpoint, rescaled.
+    cluster.call("PATCH", f"/pipelines/{pid}", {"parallelism": 2})
+    cluster.until(
+        "a rescaled generation running",
+        lambda: (
+            (j := cluster.job(pid))["state"] == "Running" and j["generation"] > job["generation"]
+        ),
+    )
+    seen = len(windows(output))
+    cluster.until("windows after rescaling", lambda: len(windows(output)) >= seen + 2)
 
     # Stop with a checkpoint, start again: the windows go on with no gap and no duplicate.
     cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "checkpoint"})
