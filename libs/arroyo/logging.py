@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import MutableMapping
-from typing import Any
+from typing import Any, TextIO, cast
 
 import structlog
 from opentelemetry import trace
@@ -39,8 +39,19 @@ def configure_logging(level: str = "warning", json: bool = False) -> None:
         wrapper_class=structlog.make_filtering_bound_logger(
             logging.getLevelNamesMapping()[level.upper()]
         ),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=cast(TextIO, _CurrentStderr())),
     )
+
+
+class _CurrentStderr:
+    """Whatever ``sys.stderr`` is at the time of each write: a configuration outlives the stream
+    it was made under when something (pytest's capture, a daemonising parent) swaps it."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
 
 
 def _add_trace_context(

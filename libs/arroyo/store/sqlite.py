@@ -12,6 +12,7 @@ import asyncio
 import functools
 import re
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -99,6 +100,21 @@ class SqliteStore(SqlStore):
 
     # on the store's thread
 
+    def _use_wal(self, conn: sqlite3.Connection) -> None:
+        """Switching a new file to WAL takes an exclusive lock, and SQLite does not wait on a
+        busy lock for it: processes opening the same new file at once retry, within the busy
+        timeout, until one has switched it."""
+        deadline = time.monotonic() + self._busy_timeout_s
+        while True:
+            try:
+                if conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    conn.execute("PRAGMA journal_mode = WAL")
+                return
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
     def _connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # isolation_level=None: sqlite3 issues no BEGIN or COMMIT of its own; _transaction does.
@@ -109,7 +125,7 @@ class SqliteStore(SqlStore):
             # Per connection, and off by default.
             conn.execute("PRAGMA foreign_keys = ON")
             # Stored in the file: the first connection switches it, later ones find it on.
-            conn.execute("PRAGMA journal_mode = WAL")
+            self._use_wal(conn)
         except BaseException:
             conn.close()
             raise

@@ -10,6 +10,7 @@ are retried until it answers, so a restarted controller adopts the worker instea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -41,6 +42,8 @@ _DOMAINS = {
     ErrorDomain.EXTERNAL: common.ERROR_DOMAIN_EXTERNAL,
 }
 _RETRY_SECONDS = 0.5
+_CLOSE_TIMEOUT_S = 60.0
+_REPORT_TIMEOUT_S = 10.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,11 +116,15 @@ class WorkerRuntime:
         ]
 
     async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
+        """On SIGTERM: stop after the batch in flight commits, and tell the controller (for a
+        while: a controller that is gone too learns it from the missing heartbeats)."""
         if self.execution is not None and self.phase in (Phase.RUNNING, Phase.STOPPING):
             self.execution.stop(graceful=True)
-            await asyncio.to_thread(self.execution.join, 60)
+            await asyncio.to_thread(self.execution.join, _CLOSE_TIMEOUT_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.done.wait(), _REPORT_TIMEOUT_S)
+        for task in self._tasks:
+            task.cancel()
 
     async def start_execution(
         self, program_json: str, state_dir: str, restore: bool, interval_micros: int
