@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -30,10 +31,27 @@ T = TypeVar("T")
 SERVICES = ("controller", "compiler", "node", "api")
 
 
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free port below the kernel's ephemeral range. A port the OS picked for port 0 would be
+    released here and bound by the service only seconds later (after a JVM starts), time in
+    which any process binding port 0 (a Spark driver, a worker) may be given it; ports below
+    the ephemeral range are never handed out that way."""
+    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    rng = random.Random()
+    while True:
+        port = rng.randrange(max(1024, low - 12_000), low)
+        if port in _handed_out:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _handed_out.add(port)
+        return port
 
 
 def fresh_postgres_database(server_url: str) -> str:

@@ -78,17 +78,6 @@ def test_lifecycle_through_the_api(cluster: Cluster, tmp_path: Path) -> None:
     metrics = cluster.call("GET", f"/pipelines/{pid}/jobs/{job['id']}/metrics")
     assert metrics["samples"], metrics
 
-    # A new parallelism restarts the job from a checkpoint, rescaled.
-    cluster.call("PATCH", f"/pipelines/{pid}", {"parallelism": 2})
-    cluster.until(
-        "a rescaled generation running",
-        lambda: (
-            (j := cluster.job(pid))["state"] == "Running" and j["generation"] > job["generation"]
-        ),
-    )
-    seen = len(windows(output))
-    cluster.until("windows after rescaling", lambda: len(windows(output)) >= seen + 2)
-
     # Stop with a checkpoint, start again: the windows go on with no gap and no duplicate.
     cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "checkpoint"})
     cluster.wait_state(pid, "Stopped")
@@ -108,6 +97,23 @@ def test_lifecycle_through_the_api(cluster: Cluster, tmp_path: Path) -> None:
     cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "checkpoint"})
     cluster.wait_state(pid, "Stopped")
     assert_exactly_once(windows(output))
+
+    # A new parallelism restarts a running job from a checkpoint, rescaled. (The impulse
+    # source numbers its events per subtask, so its counters are not comparable across it.)
+    cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "none"})
+    job = cluster.wait_state(pid, "Running")
+    cluster.call("PATCH", f"/pipelines/{pid}", {"parallelism": 2})
+    cluster.until(
+        "a rescaled generation running",
+        lambda: (
+            (j := cluster.job(pid))["state"] == "Running" and j["generation"] > job["generation"]
+        ),
+    )
+    seen = len(windows(output))
+    cluster.until("windows after rescaling", lambda: windows(output)[seen + 1 :])
+    assert cluster.job(pid)["state"] == "Running"
+    cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "checkpoint"})
+    cluster.wait_state(pid, "Stopped")
     cluster.call("DELETE", f"/pipelines/{pid}")
     with pytest.raises(ApiError) as gone:
         cluster.call("GET", f"/pipelines/{pid}")
