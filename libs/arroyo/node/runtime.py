@@ -193,7 +193,8 @@ class NodeRuntime:
                 continue
             if not response.known:
                 await self._register()
-            # Forget workers that exited long enough ago to have been reported.
+            # A worker that had exited when this heartbeat was built is now reported gone.
+            reported_alive = set(request.worker_ids)
             for worker_id, handle in list(self.workers.items()):
-                if not handle.running and worker_id not in request.worker_ids:
+                if worker_id not in reported_alive and not handle.running:
                     del self.workers[worker_id]
