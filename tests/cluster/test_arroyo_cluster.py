@@ -67,7 +67,13 @@ def test_cluster_supervises_and_stops_its_services(tmp_path: Path) -> None:
         tree = children(process.pid)
         process.send_signal(signal.SIGINT)
         assert process.wait(120) == 0
+        del cluster.processes["cluster"]
         assert f"http://127.0.0.1:{cluster.env['ARROYO__API__PORT']}/" in log.read_text()
-        assert not [p for p in tree if Path(f"/proc/{p}").exists()], "children left running"
+        # The services' JVMs exit a moment after the processes that started them.
+        cluster.until(
+            "every process of the cluster to exit",
+            lambda: not [p for p in tree if Path(f"/proc/{p}").exists()],
+            timeout=60,
+        )
     finally:
         cluster.shutdown()
