@@ -152,7 +152,7 @@ class WorkerRuntime:
 
     def stop_execution(self, *, graceful: bool) -> None:
         if self.execution is None:
-            self._send_end(pb.WorkerFinishedRequest(job=self.identity.ref()))
+            self.end_run()
             return
         self.execution.stop(graceful=graceful)
 
@@ -161,7 +161,10 @@ class WorkerRuntime:
     def queue(self, call: Callable[[], Coroutine[Any, Any, Any]]) -> None:
         self._loop.call_soon_threadsafe(self._outbox.put_nowait, call)
 
-    def _send_end(self, request: pb.WorkerFinishedRequest) -> None:
+    def end_run(self) -> None:
+        """Tell the controller this worker is done (after every report queued before it),
+        then let the process exit."""
+        request = pb.WorkerFinishedRequest(job=self.identity.ref())
         self.queue(lambda: self.controller.worker_finished(request))
         self.queue(self._finish)
 
@@ -262,10 +265,10 @@ class _Reports:
         self.runtime.queue(lambda: self.runtime.controller.send_sink_data(done))
         request = pb.TaskFinishedRequest(job=self.ref)
         self.runtime.queue(lambda: self.runtime.controller.task_finished(request))
-        self.runtime._send_end(pb.WorkerFinishedRequest(job=self.ref))
+        self.runtime.end_run()
 
     def stopped(self) -> None:
-        self.runtime._send_end(pb.WorkerFinishedRequest(job=self.ref))
+        self.runtime.end_run()
 
     def failed(self, error: ArroyoError) -> None:
         request = pb.TaskFailedRequest(
