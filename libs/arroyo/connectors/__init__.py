@@ -10,11 +10,13 @@ from arroyo.connectors.builtin import (
     StdoutConnector,
 )
 from arroyo.connectors.impulse import ImpulseConnector
+from arroyo.connectors.kafka import KafkaConnector
 from arroyo.connectors.nexmark import NexmarkConnector
 
 CONNECTORS: tuple[Connector, ...] = (
     ImpulseConnector(),
     NexmarkConnector(),
+    KafkaConnector(),
     SingleFileConnector(),
     FilesystemConnector(),
     StdoutConnector(),

@@ -39,6 +39,28 @@ class NoOptions(ConnectorOptions):
     pass
 
 
+def secret_fields(model: type[BaseModel]) -> frozenset[str]:
+    """Names (aliases where set) of the options a model marks secret: never returned by the API
+    nor logged. A field is marked with ``Field(json_schema_extra={"secret": True})``."""
+    names = set()
+    for name, info in model.model_fields.items():
+        extra = info.json_schema_extra
+        if isinstance(extra, dict) and extra.get("secret"):
+            names.add(info.alias or name)
+    return frozenset(names)
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionProfile:
+    """Saved connection settings (a Kafka cluster's address and credentials, say) that tables
+    name with ``connection_profile = 'name'`` instead of repeating them. ``config`` holds
+    options as the SQL names them; the connector's ``connection_model`` validates it."""
+
+    name: str
+    connector: str
+    config: dict[str, str]
+
+
 @dataclass(frozen=True, slots=True)
 class ReadContext:
     """What a source needs from the running pipeline.
@@ -87,7 +109,12 @@ class Connector(ABC):
     options_model: ClassVar[type[ConnectorOptions]] = NoOptions
     formats: ClassVar[frozenset[str]] = frozenset()
     default_format: ClassVar[str | None] = None
-    metadata_keys: ClassVar[dict[str, str]] = {}
+    # Options a connection profile holds (None: the connector takes no profiles). A table's
+    # options model must accept every one of them, so a profile's settings merge into a table's.
+    connection_model: ClassVar[type[ConnectorOptions] | None] = None
+    # ``METADATA FROM 'key'`` columns the source can fill, with the SQL types each may have
+    # (Spark's names); the connector gives them as ``_meta_<key>`` columns.
+    metadata_keys: ClassVar[dict[str, tuple[str, ...]]] = {}
     # True when every row carries ``_source_time``. Otherwise a row without one takes the
     # processing time, which Spark treats as non-deterministic: it keeps filters above it, out
     # of reach of the optimizer's simplifications (a 10x slower nexmark query, measured).
@@ -102,6 +129,12 @@ class Connector(ABC):
 
     def bounded(self, options: ConnectorOptions) -> bool:
         return False
+
+    def test_connection(self, options: ConnectorOptions) -> str:
+        """Contact the external system with ``options`` (a ``connection_model``) and say what
+        was found; raise ``ConnectorError`` naming what failed. Called by the api, off its
+        event loop, for ``POST /connection_profiles/test``."""
+        raise ConnectorError(f"connector '{self.name}' has no connection to test")
 
     def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
         raise ConnectorError(f"connector '{self.name}' cannot be read from")

@@ -70,5 +70,10 @@ def get_or_create_session(settings: SessionSettings = SessionSettings()) -> Spar
     if settings.fast_start:
         java_options = f"{java_options} {_FAST_JVM_OPTIONS}"
     builder = builder.config("spark.driver.extraJavaOptions", java_options)
+    from arroyo.engine.jars import spark_jars
+
+    jars = spark_jars()
+    if jars:
+        builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
     session = builder.getOrCreate()
     return session

@@ -1,0 +1,115 @@
+"""JVM jars that the pyspark wheel does not carry: Spark's Kafka and Avro connectors.
+
+They are resolved from Maven Central once, at setup (``scripts/setup`` runs ``python -m
+arroyo.engine.jars``), with the Ivy that ships inside pyspark, into ``jar_dir()``; every
+SparkSession then loads them from there, so a run needs no network.
+
+Versions: Maven Central has no 4.3.0 builds of these connectors, so they are the newest builds
+there. They run on Spark 4.3 because they use only its data source APIs; the Kafka and Avro
+tests exercise them on every run.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SPARK_PACKAGES: tuple[str, ...] = (
+    "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0",
+    "org.apache.spark:spark-avro_2.13:4.1.1",
+)
+_MANIFEST = "packages.txt"
+_VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
+
+
+class JarResolutionError(RuntimeError):
+    pass
+
+
+def jar_dir() -> Path:
+    """Where this environment keeps its connector jars (inside the virtualenv)."""
+    return Path(sys.prefix) / "share" / "arroyo" / "jars"
+
+
+def ivy_cache() -> Path:
+    """Downloads are kept across virtualenvs, so a fresh checkout does not fetch them again."""
+    return Path.home() / ".cache" / "arroyo" / "ivy"
+
+
+def _pyspark_jars() -> Path:
+    import pyspark
+
+    return Path(pyspark.__file__).parent / "jars"
+
+
+def _artifact(jar: Path) -> str:
+    match = _VERSIONED.match(jar.name)
+    return match.group("artifact") if match else jar.stem
+
+
+def retrieve(coordinate: str, dest: Path, *, cache: Path | None = None) -> list[Path]:
+    """Resolve ``group:artifact:version`` and its dependencies from Maven Central into
+    ``dest`` with pyspark's Ivy; returns the jars retrieved."""
+    group, artifact, version = coordinate.split(":")
+    ivy = next(_pyspark_jars().glob("ivy-*.jar"), None)
+    if ivy is None:
+        raise JarResolutionError("pyspark's Ivy jar is missing: reinstall pyspark")
+    dest.mkdir(parents=True, exist_ok=True)
+    command = [
+        "java",
+        "-jar",
+        str(ivy),
+        "-dependency",
+        group,
+        artifact,
+        version,
+        "-confs",
+        "default",
+        "-cache",
+        str(cache or ivy_cache()),
+        "-retrieve",
+        f"{dest}/[artifact]-[revision](-[classifier]).[ext]",
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).splitlines()[-20:])
+        raise JarResolutionError(f"could not resolve {coordinate}:\n{tail}")
+    return sorted(dest.glob("*.jar"))
+
+
+def fetch_spark_jars(packages: tuple[str, ...] = SPARK_PACKAGES) -> list[Path]:
+    """Resolve ``packages`` into ``jar_dir()`` unless already there; keep only the jars that
+    pyspark does not already have (two versions of a class on one classpath is a bug)."""
+    target = jar_dir()
+    manifest = target / _MANIFEST
+    wanted = "\n".join(packages)
+    if manifest.exists() and manifest.read_text() == wanted:
+        return spark_jars()
+    have = {_artifact(j) for j in _pyspark_jars().glob("*.jar")}
+    with tempfile.TemporaryDirectory() as tmp:
+        jars: dict[str, Path] = {}
+        for coordinate in packages:
+            for jar in retrieve(coordinate, Path(tmp) / coordinate.replace(":", "_")):
+                if _artifact(jar) not in have:
+                    jars[jar.name] = jar
+        if target.exists():
+            shutil.rmtree(target)
+        target.mkdir(parents=True)
+        for name, jar in jars.items():
+            shutil.copy2(jar, target / name)
+    manifest.write_text(wanted)
+    return spark_jars()
+
+
+def spark_jars() -> list[Path]:
+    """The connector jars this environment has (none before setup fetched them)."""
+    return sorted(jar_dir().glob("*.jar"))
+
+
+if __name__ == "__main__":
+    for jar in fetch_spark_jars():
+        print(jar)
