@@ -19,6 +19,7 @@ What the planner adds on top of Spark, query by query (``_Rewriter``):
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +29,7 @@ from pydantic import ValidationError
 from sqlglot import exp
 
 from arroyo.connectors import connector
-from arroyo.connectors.base import Connector
+from arroyo.connectors.base import ConnectionProfile, Connector
 from arroyo.errors import Diagnostic, PlanningError, Span
 from arroyo.formats import FORMATS, FormatError, format_option_prefix, parse_format_options
 from arroyo.sql.functions import FunctionError, translate
@@ -47,6 +48,7 @@ from arroyo.sql.statements import (
     CreateTable,
     CreateView,
     Insert,
+    OptionDecl,
     Query,
     SetOption,
     parse_script,
@@ -66,7 +68,7 @@ log = structlog.get_logger(__name__)
 
 EVENT_TIME = "_timestamp"
 _WINDOW_HELPER = "__arroyo_window"
-_COMMON_OPTIONS = {"connector", "type", "format", "bad_data"}
+_COMMON_OPTIONS = {"connector", "type", "format", "bad_data", "connection_profile"}
 _KNOWN_SETTINGS = {"updating_ttl"}
 
 
@@ -134,11 +136,13 @@ class Planner:
         parallelism: int = 1,
         state_dir: Path | None = None,
         udfs: UdfLibrary | None = None,
+        profiles: Mapping[str, ConnectionProfile] | None = None,
     ) -> None:
         self.spark = spark
         self.parallelism = parallelism
         self.state_dir = state_dir or Path("/tmp/arroyo-planning")
         self.udfs = udfs
+        self.profiles = dict(profiles or {})
 
     def plan(self, sql: str) -> PipelineProgram:
         from arroyo.engine.build import (
@@ -337,6 +341,7 @@ class Planner:
                 f"unknown connector '{conn_name}' (known: {known})",
                 text.span(options["connector"].offset),
             )
+        options = self._with_profile(state, stmt, conn, options)
         role = self._role(state, stmt, conn, options)
         fmt = self._format(state, stmt, conn, options)
         connector_raw = {
@@ -371,6 +376,34 @@ class Planner:
                 text.span(stmt.offset),
             )
         return _Table(spec, declared_columns=bool(stmt.columns))
+
+    def _with_profile(
+        self, state: _State, stmt: CreateTable, conn: Connector, options: dict[str, OptionDecl]
+    ) -> dict[str, OptionDecl]:
+        """A table naming ``connection_profile`` takes the profile's settings; its own options
+        win where both set one. Errors in a profile's settings point at the name."""
+        if "connection_profile" not in options:
+            return options
+        decl = options["connection_profile"]
+        span = state.text.span(decl.offset)
+        profile = self.profiles.get(decl.value)
+        if profile is None:
+            known = ", ".join(sorted(self.profiles)) or "none"
+            raise _error(
+                "unknown_connection_profile",
+                f"no connection profile named '{decl.value}' (known: {known})",
+                span,
+            )
+        if profile.connector != conn.name:
+            raise _error(
+                "bad_option",
+                f"connection profile '{profile.name}' is for connector '{profile.connector}', "
+                f"not '{conn.name}'",
+                span,
+            )
+        merged = {k: OptionDecl(k, v, decl.offset) for k, v in profile.config.items()}
+        merged.update(options)
+        return merged
 
     def _role(
         self, state: _State, stmt: CreateTable, conn: Connector, options: dict[str, Any]

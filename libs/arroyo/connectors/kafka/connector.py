@@ -17,9 +17,7 @@ class KafkaConnector(Connector):
     roles: ClassVar[frozenset[Role]] = frozenset({"source", "sink"})
     options_model = KafkaOptions
     connection_model = KafkaConnection
-    formats = frozenset(
-        {"json", "debezium_json", "avro", "protobuf", "raw_string", "raw_bytes"}
-    )
+    formats = frozenset({"json", "debezium_json", "avro", "protobuf", "raw_string", "raw_bytes"})
     default_format = "json"
     metadata_keys: ClassVar[dict[str, tuple[str, ...]]] = {
         "offset_id": ("BIGINT",),

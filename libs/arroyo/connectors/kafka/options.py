@@ -20,8 +20,8 @@ _SECRET = {"secret": True}
 def parse_client_configs(text: str) -> dict[str, str]:
     """``'key=value, key2=value2'`` -> a dict; a piece without ``=`` is an error."""
     configs: dict[str, str] = {}
-    for piece in text.split(","):
-        piece = piece.strip()
+    for raw in text.split(","):
+        piece = raw.strip()
         if not piece:
             continue
         key, sep, value = piece.partition("=")
@@ -126,9 +126,9 @@ class KafkaConnection(ConnectorOptions):
             f"password={quoted(self.auth_password)};"
         )
 
-    def librdkafka_config(self) -> dict[str, str]:
+    def librdkafka_config(self) -> dict[str, str | int | float | bool]:
         """Settings for confluent-kafka (librdkafka) clients."""
-        config = self.client_config()
+        config: dict[str, str | int | float | bool] = {**self.client_config()}
         if self.auth_type == "sasl":
             config["sasl.username"] = self.auth_username or ""
             config["sasl.password"] = self.auth_password or ""
