@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
+from pydantic.json_schema import JsonDict
 
 from arroyo.connectors.base import ConnectorOptions
 
-_SECRET = {"secret": True}
+_SECRET: JsonDict = {"secret": True}
 
 
 def parse_client_configs(text: str) -> dict[str, str]:
