@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
-from pydantic.json_schema import JsonDict
+from pydantic.config import JsonDict
 
 from arroyo.connectors.base import ConnectorOptions
 
