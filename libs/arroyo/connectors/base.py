@@ -68,13 +68,15 @@ class ReadContext:
     ``state_dir`` is this table's own directory inside the pipeline's state: a source keeps there
     whatever must survive restarts besides Spark's offsets (e.g. the time it first started).
     ``max_records_per_batch`` caps each micro-batch (None: no cap), which tests use to stop a run
-    part-way through its input.
+    part-way through its input. ``planning``: the query is only being planned, not run; the
+    source must not contact its system (a schema registry, a broker) then.
     """
 
     spark: SparkSession
     state_dir: Path
     parallelism: int
     max_records_per_batch: int | None = None
+    planning: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +153,14 @@ class Connector(ABC):
     def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
         """Writes encoded records given per batch (updating and per-batch results)."""
         raise ConnectorError(f"connector '{self.name}' cannot write updating results")
+
+    def source_committed(self, state_dir: Path, table: TableSpec, offsets: dict[str, str]) -> None:
+        """Called on the driver after each committed micro-batch of a query reading ``table``,
+        with each source's end offsets as Spark reports them (keyed by Spark's description of
+        the source). A connector may tell its system how far the pipeline has read (Kafka
+        commits them to the consumer group). Must not raise for a transient failure: the
+        checkpoint, not this, is what the pipeline resumes from."""
+        return
 
 
 class LineWriter(Protocol):

@@ -31,6 +31,8 @@ class BuildSettings:
     state_dir: Path
     parallelism: int = 1
     max_records_per_batch: int | None = None
+    # True when the program is only being planned: sources must not contact their systems.
+    planning: bool = False
 
 
 def quote(name: str) -> str:
@@ -53,6 +55,7 @@ def build_source(
         settings.state_dir / "tables" / table.name,
         settings.parallelism,
         settings.max_records_per_batch,
+        settings.planning,
     )
     df = conn.read(ctx, table)
     if table.format is not None and conn.formats:

@@ -301,8 +301,15 @@ class PipelineRunner:
         self.progress.rows_per_second = float(p.processedRowsPerSecond or 0.0)
         if watermark and not is_end_of_time(watermark):
             self.progress.watermark = watermark
+        report = _report(w, p, watermark, dropped)
+        for table in self.program.sources:
+            conn = connector(table.connector)
+            assert conn is not None
+            conn.source_committed(
+                self.settings.state_dir / "tables" / table.name, table, report.offsets
+            )
         if self.on_batch is not None:
-            self.on_batch(_report(w, p, watermark, dropped))
+            self.on_batch(report)
         log.debug(
             "batch_committed",
             sink=w.spec.sink.name,
@@ -360,11 +367,28 @@ def _java_causes(query: StreamingQuery) -> list[str]:
     return causes
 
 
+def _python_exception(text: str) -> str | None:
+    """The exception line of a Python traceback that a foreachBatch function (a sink on the
+    driver) raised into the JVM, without its module path, or None."""
+    if "Traceback (most recent call last):" not in text:
+        return None
+    lines = text.split("Traceback (most recent call last):", 1)[1].splitlines()
+    raised = [line for line in lines if line.strip() and not line.startswith((" ", "\t"))]
+    if not raised:
+        return None
+    name, sep, message = raised[-1].partition(": ")
+    return f"{name.rsplit('.', 1)[-1]}{sep}{message}"
+
+
 def _user_message(causes: list[str]) -> str:
     """The root cause a user can act on, without the JVM stack: a bad record or a raised error
     when there is one, else the innermost cause's first line."""
     # A query's exception message ends with its plan, which quotes the markers too: cut it.
     causes = [c.split("\n=== Streaming Query ===")[0] for c in causes]
+    for text in causes:
+        raised = _python_exception(text)
+        if raised is not None:
+            return raised
     for marker in (UDF_ERROR, "bad data in table", "USER_RAISED_EXCEPTION"):
         for text in causes:
             idx = text.find(marker)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType, TimestampType
@@ -166,22 +168,28 @@ def apply_bad_data(df: DataFrame, table: TableSpec) -> DataFrame:
     return df.drop("_bad", "_raw")
 
 
-def encode(df: DataFrame, table: TableSpec) -> DataFrame:
-    """One ``value`` column: each row in the sink's format."""
+def encode(df: DataFrame, table: TableSpec, *, keep: Sequence[str] = ()) -> DataFrame:
+    """A ``value`` column: each row in the sink's format; then the columns named in ``keep``
+    as they are (a record key, a timestamp)."""
+    kept = [F.col(f"`{name}`") for name in keep]
+    return df.select(_encoded(df, table).alias("value"), *kept)
+
+
+def _encoded(df: DataFrame, table: TableSpec) -> Column:
     assert table.format is not None
     fmt = table.format.name
     if fmt == "raw_string":
-        return df.select(F.col(df.columns[0]).cast("STRING").alias("value"))
+        return F.col(df.columns[0]).cast("STRING")
     if fmt == "raw_bytes":
-        return df.select(F.col(df.columns[0]).cast("BINARY").alias("value"))
+        return F.col(df.columns[0]).cast("BINARY")
     opts = _json_options(table)
     if opts.unstructured and len(df.columns) == 1:
-        return df.select(F.col(df.columns[0]).cast("STRING").alias("value"))
+        return F.col(df.columns[0]).cast("STRING")
     row = F.struct(*[_json_field(df, name, opts) for name in df.columns])
     if fmt == "debezium_json":
         # Append-only input: every row is a create.
         row = F.struct(F.lit(None).alias("before"), row.alias("after"), F.lit("c").alias("op"))
-    return df.select(json_text(row).alias("value"))
+    return json_text(row)
 
 
 def json_text(row: Column) -> Column:

@@ -156,7 +156,7 @@ class Planner:
         state = _State(text)
         if self.udfs is not None:
             register_udfs(self.spark, self.udfs)
-        settings = BuildSettings(self.state_dir, self.parallelism)
+        settings = BuildSettings(self.state_dir, self.parallelism, planning=True)
         drop_temp_views(self.spark)
         sources: list[TableSpec] = []
         diagnostics: list[Diagnostic] = []
@@ -535,9 +535,19 @@ class Planner:
         generated = None
         if decl.generated is not None:
             generated = _to_spark_sql(decl.generated)
-        return ColumnSpec(
+        column = ColumnSpec(
             decl.name, spark_type(decl.type), decl.nullable, decl.metadata_key, generated
         )
+        if decl.metadata_key is not None:
+            allowed = conn.metadata_keys[decl.metadata_key]
+            if column.spark_type not in allowed:
+                raise _error(
+                    "bad_metadata_type",
+                    f"metadata '{decl.metadata_key}' of connector '{conn.name}' is "
+                    f"{' or '.join(allowed)}, not {column.spark_type}",
+                    state.text.span(decl.offset),
+                )
+        return column
 
     def _watermark(
         self, state: _State, stmt: CreateTable, columns: list[ColumnSpec]
