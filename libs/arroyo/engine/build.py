@@ -59,7 +59,7 @@ def build_source(
     )
     df = conn.read(ctx, table)
     if table.format is not None and conn.formats:
-        df = decode(df, table, signed=signed)
+        df = decode(df, table, signed=signed, planning=settings.planning)
     for col in table.columns:
         if col.metadata_key is not None:
             df = df.withColumn(col.name, F.col(f"_meta_{col.metadata_key}").cast(col.spark_type))

@@ -25,6 +25,25 @@ class FormatOptions(BaseModel):
 class JsonOptions(FormatOptions):
     timestamp_format: Literal["rfc3339", "unix_millis"] = "rfc3339"
     unstructured: bool = False
+    # Records framed for Confluent's schema registry (a 5-byte header); sinks register the
+    # table's JSON Schema. Needs the connection's schema_registry.endpoint.
+    confluent_schema_registry: bool = False
+    # Kafka Connect's envelope: {"schema": {...}, "payload": {...}}.
+    include_schema: bool = False
+
+
+class AvroOptions(FormatOptions):
+    # Records framed for Confluent's schema registry: sinks register the table's Avro schema,
+    # sources decode each record with the writer schema its id names.
+    confluent_schema_registry: bool = False
+    # Bare Avro datums with no registry header (with or without a registry).
+    raw_datums: bool = False
+
+
+class ProtobufOptions(FormatOptions):
+    # A FileDescriptorSet (protoc --descriptor_set_out) and the message type in it.
+    descriptor_file: str
+    message_name: str
 
 
 class NoFormatOptions(FormatOptions):
@@ -38,6 +57,8 @@ FORMATS: dict[str, type[FormatOptions]] = {
     "raw_string": NoFormatOptions,
     "raw_bytes": NoFormatOptions,
     "parquet": NoFormatOptions,
+    "avro": AvroOptions,
+    "protobuf": ProtobufOptions,
 }
 
 

@@ -8,7 +8,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType, TimestampType
 
-from arroyo.formats import JsonOptions, parse_format_options
+from arroyo.formats import AvroOptions, JsonOptions, parse_format_options, registry
 from arroyo.sql.program import SIGN, ColumnSpec, TableSpec
 
 CORRUPT = "_corrupt_record"
@@ -30,11 +30,14 @@ def physical_columns(table: TableSpec) -> list[ColumnSpec]:
     return [c for c in table.columns if c.physical]
 
 
-def decode(df: DataFrame, table: TableSpec, *, signed: bool = False) -> DataFrame:
+def decode(
+    df: DataFrame, table: TableSpec, *, signed: bool = False, planning: bool = False
+) -> DataFrame:
     """Turn the connector's ``value`` into the table's physical columns, applying ``bad_data``.
 
     Keeps ``_source_time``, ``_eoi`` and any ``_meta_*`` columns. The end-of-input marker row is
     never bad data. ``signed``: a changelog's changes as signed rows (see ``_decode_signed``).
+    ``planning``: the query is only planned, so no schema registry is asked for writer schemas.
     """
     assert table.format is not None
     fmt = table.format.name
@@ -43,7 +46,14 @@ def decode(df: DataFrame, table: TableSpec, *, signed: bool = False) -> DataFram
     if fmt in ("raw_string", "raw_bytes"):
         target = "STRING" if fmt == "raw_string" else "BINARY"
         return df.select(F.col("value").cast(target).alias(physical[0].name), *passthrough)
-    if fmt not in ("json", "debezium_json"):
+    if fmt == "avro":
+        return _decode_avro(df, table, physical, passthrough, planning)
+    if fmt == "protobuf":
+        from arroyo.formats.protobuf import protobuf_to_json
+
+        df = df.withColumn("value", protobuf_to_json(table)(F.col("value")))
+        fmt = "json"
+    elif fmt not in ("json", "debezium_json"):
         return df
     if fmt == "debezium_json":
         if signed:
@@ -58,10 +68,15 @@ def decode(df: DataFrame, table: TableSpec, *, signed: bool = False) -> DataFram
         read_type = "BIGINT" if millis and col.spark_type == "TIMESTAMP" else col.spark_type
         fields.append(f"`{col.name}` {read_type}")
     fields.append(f"`{CORRUPT}` STRING")
+    text = F.col("value")
+    if opts.confluent_schema_registry:
+        text = F.expr(f"substring(value, {registry.HEADER_BYTES + 1})")
+    text = text.cast("STRING")
+    row_schema = ", ".join(fields)
+    if opts.include_schema:
+        text = F.get_json_object(text, "$.payload")
     parsed = F.from_json(
-        F.col("value").cast("STRING"),
-        ", ".join(fields),
-        {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT},
+        text, row_schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
     ).alias("_parsed")
     out = df.select(parsed, F.col("value").cast("STRING").alias("_raw"), *passthrough)
     selected: list[Column] = []
@@ -76,6 +91,50 @@ def decode(df: DataFrame, table: TableSpec, *, signed: bool = False) -> DataFram
             bad = bad | F.col(f"_parsed.`{col.name}`").isNull()
     bad = bad & ~F.col("_eoi")
     out = out.select(*selected, bad.alias("_bad"), "_raw", *passthrough)
+    return apply_bad_data(out, table)
+
+
+def _decode_avro(
+    df: DataFrame,
+    table: TableSpec,
+    physical: list[ColumnSpec],
+    passthrough: list[str],
+    planning: bool,
+) -> DataFrame:
+    """Avro datums (bare, or framed for the registry) into the table's columns. With the
+    registry, each record is read with the writer schema its id names, resolved into the
+    table's schema (Avro's schema evolution); a record with an id unknown when the query started
+    is bad data."""
+    from pyspark.sql.avro.functions import from_avro
+
+    assert table.format is not None
+    opts = parse_format_options("avro", table.format.options)
+    assert isinstance(opts, AvroOptions)
+    reader = registry.schema_text(registry.avro_schema(physical))
+    permissive = {"mode": "PERMISSIVE"}
+    framed = opts.confluent_schema_registry and not opts.raw_datums
+    if framed:
+        payload = F.expr(f"substring(value, {registry.HEADER_BYTES + 1})")
+        schemas = {} if planning else registry.writer_schemas(table)
+        if schemas:
+            schema_id = F.conv(F.hex(F.substring("value", 2, 4)), 16, 10).cast("BIGINT")
+            parsed: Column = F.lit(None)
+            for writer_id, writer in sorted(schemas.items()):
+                read = from_avro(payload, writer, {**permissive, "avroSchema": reader})
+                parsed = F.when(schema_id == writer_id, read).otherwise(parsed)
+            # Anything else is bad data: not framed, or written with a schema unknown here.
+            parsed = F.when(F.substring("value", 1, 1) == F.lit(b"\x00"), parsed)
+        else:
+            parsed = from_avro(payload, reader, permissive)
+    else:
+        parsed = from_avro(F.col("value"), reader, permissive)
+    out = df.select(parsed.alias("_parsed"), F.hex("value").alias("_raw"), *passthrough)
+    bad = F.col("_parsed").isNull()
+    for col in physical:
+        if not col.nullable:
+            bad = bad | F.col(f"_parsed.`{col.name}`").isNull()
+    selected = [F.col(f"_parsed.`{c.name}`").alias(c.name) for c in physical]
+    out = out.select(*selected, (bad & ~F.col("_eoi")).alias("_bad"), "_raw", *passthrough)
     return apply_bad_data(out, table)
 
 
@@ -182,6 +241,13 @@ def _encoded(df: DataFrame, table: TableSpec) -> Column:
         return F.col(df.columns[0]).cast("STRING")
     if fmt == "raw_bytes":
         return F.col(df.columns[0]).cast("BINARY")
+    if fmt == "avro":
+        return _encoded_avro(df, table)
+    if fmt == "protobuf":
+        from arroyo.formats.protobuf import json_to_protobuf
+
+        row = F.struct(*[F.col(f"`{name}`") for name in df.columns])
+        return json_to_protobuf(table)(json_text(row))
     opts = _json_options(table)
     if opts.unstructured and len(df.columns) == 1:
         return F.col(df.columns[0]).cast("STRING")
@@ -189,7 +255,58 @@ def _encoded(df: DataFrame, table: TableSpec) -> Column:
     if fmt == "debezium_json":
         # Append-only input: every row is a create.
         row = F.struct(F.lit(None).alias("before"), row.alias("after"), F.lit("c").alias("op"))
-    return json_text(row)
+    text = json_text(row)
+    if opts.include_schema:
+        schema = registry.schema_text(_connect_schema(table))
+        text = F.concat(F.lit(f'{{"schema":{schema},"payload":'), text, F.lit("}"))
+    if opts.confluent_schema_registry:
+        columns = [c for c in table.columns if c.physical]
+        schema_id = registry.register(
+            table, registry.schema_text(registry.json_schema(columns)), "JSON"
+        )
+        return F.concat(F.lit(registry.header(schema_id)), text.cast("BINARY"))
+    return text
+
+
+def _encoded_avro(df: DataFrame, table: TableSpec) -> Column:
+    """Avro datums of the table's schema; framed with the registered schema's id when the
+    table uses the registry."""
+    from pyspark.sql.avro.functions import to_avro
+
+    assert table.format is not None
+    opts = parse_format_options("avro", table.format.options)
+    assert isinstance(opts, AvroOptions)
+    columns = [c for c in table.columns if c.physical]
+    schema = registry.schema_text(registry.avro_schema(columns))
+    datum = to_avro(F.struct(*[F.col(f"`{name}`") for name in df.columns]), schema)
+    if not opts.confluent_schema_registry:
+        return datum
+    schema_id = registry.register(table, schema, "AVRO")
+    return datum if opts.raw_datums else F.concat(F.lit(registry.header(schema_id)), datum)
+
+
+def _connect_schema(table: TableSpec) -> dict[str, object]:
+    """Kafka Connect's schema of the table's rows (the ``schema`` of its JSON envelope)."""
+    kinds = {
+        "BOOLEAN": "boolean",
+        "TINYINT": "int8",
+        "SMALLINT": "int16",
+        "INT": "int32",
+        "BIGINT": "int64",
+        "FLOAT": "float",
+        "DOUBLE": "double",
+        "BINARY": "bytes",
+    }
+    fields = [
+        {
+            "field": c.name,
+            "type": kinds.get(c.spark_type.upper(), "string"),
+            "optional": c.nullable,
+        }
+        for c in table.columns
+        if c.physical
+    ]
+    return {"type": "struct", "fields": fields, "optional": False}
 
 
 def json_text(row: Column) -> Column:
