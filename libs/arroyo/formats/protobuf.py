@@ -56,8 +56,8 @@ def _options(table: TableSpec) -> ProtobufOptions:
 
 def protobuf_to_json(table: TableSpec) -> Callable[[Column], Column]:
     """A UDF: serialized message (BINARY) -> its JSON (STRING); NULL when it does not parse."""
-    from pyspark.util import PythonEvalType
     from pyspark.sql.pandas.functions import pandas_udf
+    from pyspark.util import PythonEvalType
 
     opts = _options(table)
     descriptor_file, message_name = opts.descriptor_file, opts.message_name
@@ -86,8 +86,8 @@ def protobuf_to_json(table: TableSpec) -> Callable[[Column], Column]:
 
 def json_to_protobuf(table: TableSpec) -> Callable[[Column], Column]:
     """A UDF: a row's JSON (STRING) -> the serialized message (BINARY)."""
-    from pyspark.util import PythonEvalType
     from pyspark.sql.pandas.functions import pandas_udf
+    from pyspark.util import PythonEvalType
 
     opts = _options(table)
     descriptor_file, message_name = opts.descriptor_file, opts.message_name
