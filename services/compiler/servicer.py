@@ -16,7 +16,11 @@ class CompilerServicer(compiler_pb2_grpc.CompilerServiceServicer):  # type: igno
 
     async def Compile(self, request: pb.CompileRequest, context: Any) -> Any:
         return await asyncio.to_thread(
-            self.compiler.compile, request.query, request.udfs, max(1, request.parallelism)
+            self.compiler.compile,
+            request.query,
+            request.udfs,
+            max(1, request.parallelism),
+            request.connection_profiles,
         )
 
     async def ValidateUdfs(self, request: pb.ValidateUdfsRequest, context: Any) -> Any:

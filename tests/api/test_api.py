@@ -64,7 +64,11 @@ class SparkCompilerServicer(compiler_pb2_grpc.CompilerServiceServicer):
         self, request: compiler_pb2.CompileRequest, context: Any
     ) -> compiler_pb2.CompileResponse:
         return await asyncio.to_thread(
-            self.compiler.compile, request.query, request.udfs, max(1, request.parallelism)
+            self.compiler.compile,
+            request.query,
+            request.udfs,
+            max(1, request.parallelism),
+            request.connection_profiles,
         )
 
 
@@ -284,7 +288,9 @@ def test_every_route_answers_on_the_server(tmp_path: Path) -> None:
 
     async def scenario(env: Env) -> None:
         for route in ROUTES:
-            path = route.full_path.format(pipeline_id="pl_none", job_id="job_none")
+            path = route.full_path.format(
+                pipeline_id="pl_none", job_id="job_none", profile_id="cp_none"
+            )
             response = await env.client.request(route.method, path, data=b"{}")
             if response.status == 404:
                 assert "does not exist" in await error_of(response, 404), route

@@ -24,6 +24,8 @@ from arroyo.cli.main import main as arroyo_main
 from arroyo.store import (
     Checkpoint,
     Conflict,
+    ConnectionProfile,
+    ConnectionProfileId,
     DatabaseUrlError,
     Job,
     JobConfig,
@@ -583,6 +585,83 @@ async def test_a_cancelled_call_leaves_the_store_usable(database_url: str) -> No
         errors = await store.list_job_errors(job_id(1))
         assert len({e.generation for e in errors}) == len(errors)
         assert all(e.message == "m" for e in errors)
+
+
+# connection profiles
+
+
+def profile(n: int, name: str | None = None) -> ConnectionProfile:
+    return ConnectionProfile(
+        id=ConnectionProfileId(f"cp_{n}"),
+        name=f"cluster {n}" if name is None else name,
+        connector="kafka",
+        config={
+            "bootstrap_servers": f"broker-{n}:9092",
+            "auth.password": 'it\'s $1 "quoted"',
+            "client_configs": "linger.ms=5, acks=all",
+        },
+        created_at=1_700_000_000_000_000 + n,
+    )
+
+
+@run_async
+async def test_connection_profiles_round_trip_and_list_by_name(database_url: str) -> None:
+    async with opened(database_url) as store:
+        for n, name in ((1, "b"), (2, "a"), (3, "C")):
+            await store.create_connection_profile(profile(n, name))
+        # By code point, the same on both engines whatever PostgreSQL's collation.
+        assert await store.list_connection_profiles() == [
+            profile(3, "C"),
+            profile(2, "a"),
+            profile(1, "b"),
+        ]
+        assert await store.get_connection_profile(ConnectionProfileId("cp_1")) == profile(1, "b")
+        assert await store.get_connection_profile_by_name("a") == profile(2, "a")
+
+
+@run_async
+async def test_connection_profile_lookups_of_missing_ones_return_none(database_url: str) -> None:
+    async with opened(database_url) as store:
+        assert await store.list_connection_profiles() == []
+        assert await store.get_connection_profile(ConnectionProfileId("cp_nope")) is None
+        assert await store.get_connection_profile_by_name("nope") is None
+
+
+@run_async
+async def test_a_taken_connection_profile_name_or_id_conflicts(database_url: str) -> None:
+    async with opened(database_url) as store:
+        await store.create_connection_profile(profile(1))
+        with pytest.raises(Conflict, match="connection profile named 'cluster 1' already exists"):
+            await store.create_connection_profile(replace(profile(2), name="cluster 1"))
+        with pytest.raises(Conflict):
+            await store.create_connection_profile(replace(profile(1), name="other"))
+        assert await store.list_connection_profiles() == [profile(1)]
+
+
+@run_async
+async def test_concurrent_creates_of_one_name_make_one_profile(database_url: str) -> None:
+    async with opened(database_url) as store:
+        results = await asyncio.gather(
+            *(store.create_connection_profile(profile(n, "same")) for n in range(4)),
+            return_exceptions=True,
+        )
+        assert sum(r is None for r in results) == 1
+        assert all(isinstance(r, Conflict) for r in results if r is not None)
+        assert len(await store.list_connection_profiles()) == 1
+
+
+@run_async
+async def test_delete_connection_profile(database_url: str) -> None:
+    async with opened(database_url) as store:
+        await store.create_connection_profile(profile(1))
+        await store.create_connection_profile(profile(2))
+        await store.delete_connection_profile(ConnectionProfileId("cp_1"))
+        assert await store.list_connection_profiles() == [profile(2)]
+        assert await store.get_connection_profile_by_name("cluster 1") is None
+        with pytest.raises(NotFound, match="cp_1"):
+            await store.delete_connection_profile(ConnectionProfileId("cp_1"))
+        # The name is free again.
+        await store.create_connection_profile(replace(profile(3), name="cluster 1"))
 
 
 # opening

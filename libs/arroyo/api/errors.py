@@ -12,7 +12,7 @@ from arroyo.api.models import Diagnostic
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.rpc import RpcError
 from arroyo.store.errors import Conflict, NotFound, StoreError
-from arroyo.store.model import JobId, PipelineId
+from arroyo.store.model import ConnectionProfileId, JobId, PipelineId
 
 
 class ApiError(ArroyoError):
@@ -52,9 +52,14 @@ class ResourceNotFoundError(ApiError):
     def job(cls, pipeline_id: PipelineId | str, job_id: JobId | str) -> ResourceNotFoundError:
         return cls(f"job {job_id} does not exist in pipeline {pipeline_id}")
 
+    @classmethod
+    def connection_profile(cls, profile_id: ConnectionProfileId | str) -> ResourceNotFoundError:
+        return cls(f"connection profile {profile_id} does not exist")
+
 
 class StateConflictError(ApiError):
-    """The request contradicts the state the pipeline is in (deleting a running one)."""
+    """The request contradicts the state the pipeline is in (deleting a running one), or a
+    connection profile of that name exists."""
 
     status = 409
     code = "conflict"

@@ -1,14 +1,19 @@
 """What each REST endpoint does: the api's logic over the store, the compiler and the controller.
 
-The api writes pipelines and what the user wants of their jobs (``JobConfig``); it never writes
-a job's status, which is the controller's. After every change it nudges the controller
-(``JobsChanged``) so the change is acted on now rather than at the controller's next poll of
-the database; the nudge is best effort, because the poll picks the change up anyway, and a
-controller that is down must not fail a request whose change is already stored.
+The api writes pipelines, what the user wants of their jobs (``JobConfig``) and connection
+profiles; it never writes a job's status, which is the controller's. After every change to a
+job it nudges the controller (``JobsChanged``) so the change is acted on now rather than at the
+controller's next poll of the database; the nudge is best effort, because the poll picks the
+change up anyway, and a controller that is down must not fail a request whose change is already
+stored.
 
 Routes and their statuses are in ``arroyo.api.routes``; the request and response bodies in
 ``arroyo.api.models``. Handler docstrings become the operations' descriptions in the OpenAPI
 document, so they are written for the API's users.
+
+Connection profiles hold secrets (the options their connector's ``connection_model`` marks
+secret). They are stored as given and sent to the compiler with every compile, but no response
+carries them (they read ``REDACTED``) and no log line carries a profile's config.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Any
 
 import structlog
 from aiohttp import web
+from pydantic import BaseModel, ValidationError
 
 from arroyo.api import models as m
 from arroyo.api.errors import (
@@ -32,12 +38,16 @@ from arroyo.api.errors import (
     StateConflictError,
     from_rpc,
 )
-from arroyo.api.routing import EVENT_STREAM, Call
+from arroyo.api.routing import EVENT_STREAM, Call, describe
+from arroyo.connectors import CONNECTORS, Connector, ConnectorError, connector
+from arroyo.connectors.base import ConnectorOptions, secret_fields
 from arroyo.errors import ArroyoError
 from arroyo.rpc import NOT_FOUND, CompilerClient, ControllerClient, RpcError
 from arroyo.store.errors import NotFound
 from arroyo.store.model import (
     Checkpoint,
+    ConnectionProfile,
+    ConnectionProfileId,
     Job,
     JobConfig,
     JobError,
@@ -91,6 +101,7 @@ class Api:
         self._compiler = compiler
         self._controller = controller
         self._openapi = openapi
+        self._connectors = m.ConnectorList(data=[_connector_out(c) for c in CONNECTORS])
 
     # meta
 
@@ -312,12 +323,100 @@ class Api:
                 await aclose()
         return response
 
+    # connectors and connection profiles
+
+    async def list_connectors(self, call: Call[None]) -> m.ConnectorList:
+        """Every connector: its roles, formats and metadata keys, the JSON schema of a table's
+        options (``options_schema``) and of a connection profile's ``config``
+        (``connection_schema``, null for a connector that takes no profiles). Options marked
+        ``"secret": true`` are never returned by the API."""
+        return self._connectors
+
+    async def test_connection(self, call: Call[m.ConnectionTestRequest]) -> m.ConnectionTestResult:
+        """Check a profile's settings against the system they point at (listing a Kafka
+        cluster's topics, say), without saving them; it may take ten seconds or so. Settings
+        the connector refuses are a 400; a system that cannot be reached, or refuses the
+        credentials, is a 200 with ``ok`` false and the reason in ``message``."""
+        conn, options = _connection(call.input.connector, call.input.config)
+        try:
+            # Blocking, for as long as the client's own timeout: off the event loop.
+            message = await asyncio.to_thread(conn.test_connection, options)
+        except ConnectorError as err:
+            log.info("connection_test_failed", connector=conn.name, code=err.code)
+            return m.ConnectionTestResult(ok=False, message=err.message)
+        except Exception as err:
+            # The client library refused a setting it alone knows (a misspelt key in
+            # client_configs, say): the user's to fix. Only the type is logged: a client's
+            # message may quote the settings it was given.
+            log.warning(
+                "connection_test_raised", connector=conn.name, error_type=type(err).__name__
+            )
+            return m.ConnectionTestResult(ok=False, message=f"{type(err).__name__}: {err}")
+        return m.ConnectionTestResult(ok=True, message=message)
+
+    async def create_connection_profile(
+        self, call: Call[m.CreateConnectionProfileRequest]
+    ) -> m.ConnectionProfileOut:
+        """Save connection settings (a Kafka cluster's address and credentials) under a name
+        that tables use with ``connection_profile = 'name'`` in their WITH clause. ``config``
+        is checked against the connector's ``connection_schema`` (a 400 names the option); a
+        name already taken is a 409. Secret options are stored as given and never returned.
+        Pipelines compiled from then on can name it."""
+        body = call.input
+        _connection(body.connector, body.config)
+        profile = ConnectionProfile(
+            id=ConnectionProfileId(new_id("cp")),
+            name=body.name,
+            connector=body.connector,
+            config=dict(body.config),
+            created_at=now_micros(),
+        )
+        await self._store.create_connection_profile(profile)
+        log.info(
+            "connection_profile_created",
+            profile_id=profile.id,
+            name=profile.name,
+            connector=profile.connector,
+        )
+        return _profile_out(profile)
+
+    async def list_connection_profiles(self, call: Call[None]) -> m.ConnectionProfileList:
+        """Every connection profile, by name, with secret options redacted."""
+        profiles = await self._store.list_connection_profiles()
+        return m.ConnectionProfileList(data=[_profile_out(p) for p in profiles])
+
+    async def get_connection_profile(self, call: Call[None]) -> m.ConnectionProfileOut:
+        """The profile, with secret options redacted."""
+        profile_id = call.path("profile_id")
+        profile = await self._store.get_connection_profile(ConnectionProfileId(profile_id))
+        if profile is None:
+            raise ResourceNotFoundError.connection_profile(profile_id)
+        return _profile_out(profile)
+
+    async def delete_connection_profile(self, call: Call[None]) -> None:
+        """Delete a profile. Pipelines already created with it keep the settings they were
+        compiled with; queries naming it no longer compile."""
+        profile_id = ConnectionProfileId(call.path("profile_id"))
+        try:
+            await self._store.delete_connection_profile(profile_id)
+        except NotFound as err:
+            raise ResourceNotFoundError.connection_profile(profile_id) from err
+        log.info("connection_profile_deleted", profile_id=profile_id)
+
     # helpers
 
     async def _compile(
         self, query: str, udfs: str, *, parallelism: int
     ) -> compiler_pb2.CompileResponse:
-        request = compiler_pb2.CompileRequest(query=query, udfs=udfs, parallelism=parallelism)
+        # Every profile, not only those the query names: finding those would mean parsing the
+        # SQL here, and there are few.
+        profiles = [
+            compiler_pb2.ConnectionProfile(name=p.name, connector=p.connector, config=p.config)
+            for p in await self._store.list_connection_profiles()
+        ]
+        request = compiler_pb2.CompileRequest(
+            query=query, udfs=udfs, parallelism=parallelism, connection_profiles=profiles
+        )
         try:
             return await self._compiler.compile(request, timeout_s=COMPILE_TIMEOUT_S)
         except RpcError as err:
@@ -463,7 +562,74 @@ def _starting(job: Job) -> bool:
     return restart_pending or resume_pending
 
 
+def _connection(name: str, config: Mapping[str, str]) -> tuple[Connector, ConnectorOptions]:
+    """The connector named ``name`` and ``config`` validated as its connection settings; a
+    BadRequestError naming the field or option when either is refused."""
+    conn = connector(name)
+    with_profiles = ", ".join(c.name for c in CONNECTORS if c.connection_model is not None)
+    if conn is None:
+        raise BadRequestError(
+            f"body.connector: unknown connector '{name}' (those with connection profiles: "
+            f"{with_profiles})"
+        )
+    if conn.connection_model is None:
+        raise BadRequestError(
+            f"body.connector: connector '{name}' takes no connection profiles (those that "
+            f"do: {with_profiles})"
+        )
+    try:
+        options = conn.connection_model.model_validate(config)
+    except ValidationError as err:
+        raise BadRequestError(describe(err, "body.config")) from err
+    return conn, options
+
+
+def _secret_keys(model: type[BaseModel]) -> frozenset[str]:
+    """The keys under which a config may hold a secret: a secret field's alias
+    (``auth.password``) and its Python name (``auth_password``), which options accept too."""
+    aliases = secret_fields(model)
+    names = {n for n, info in model.model_fields.items() if (info.alias or n) in aliases}
+    return aliases | names
+
+
+def _redacted(connector_name: str, config: Mapping[str, str]) -> dict[str, str]:
+    conn = connector(connector_name)
+    if conn is None or conn.connection_model is None:
+        # A connector gone from this build (or no longer taking profiles): which options are
+        # secret is unknown, so none is shown.
+        return dict.fromkeys(config, m.REDACTED)
+    secret = _secret_keys(conn.connection_model)
+    return {k: m.REDACTED if k in secret else v for k, v in config.items()}
+
+
 # records and messages -> response models
+
+
+def _connector_out(c: Connector) -> m.ConnectorOut:
+    return m.ConnectorOut(
+        name=c.name,
+        description=c.description,
+        roles=sorted(c.roles),
+        formats=sorted(c.formats),
+        default_format=c.default_format,
+        metadata_keys={key: list(types) for key, types in c.metadata_keys.items()},
+        options_schema=c.options_model.model_json_schema(by_alias=True),
+        connection_schema=(
+            None
+            if c.connection_model is None
+            else c.connection_model.model_json_schema(by_alias=True)
+        ),
+    )
+
+
+def _profile_out(p: ConnectionProfile) -> m.ConnectionProfileOut:
+    return m.ConnectionProfileOut(
+        id=p.id,
+        name=p.name,
+        connector=p.connector,
+        config=_redacted(p.connector, p.config),
+        created_at=p.created_at,
+    )
 
 
 def _diagnostic(d: common_pb2.Diagnostic) -> m.Diagnostic:

@@ -26,6 +26,8 @@ DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 1000
 # Previews are ordinary pipelines whose name carries this prefix; user pipelines may not use it.
 PREVIEW_PREFIX = "preview-"
+# What a secret option's value reads as in every response.
+REDACTED = "********"
 
 
 class _Request(BaseModel):
@@ -106,6 +108,32 @@ class ListPipelinesQuery(_Request):
 
 class ListQuery(_Request):
     limit: int = Field(default=100, ge=1, le=MAX_PAGE_SIZE)
+
+
+class CreateConnectionProfileRequest(_Request):
+    name: str = Field(
+        min_length=1,
+        max_length=255,
+        description="unique; tables name it with connection_profile = 'name'",
+    )
+    connector: str = Field(description="a connector that takes profiles (GET /connectors)")
+    config: dict[str, str] = Field(
+        default_factory=dict,
+        description="options as the SQL names them, checked against the connector's "
+        "connection_schema",
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, name: str) -> str:
+        if not name.strip():
+            raise PydanticCustomError("blank_name", "must not be blank")
+        return name
+
+
+class ConnectionTestRequest(_Request):
+    connector: str
+    config: dict[str, str] = Field(default_factory=dict)
 
 
 # responses
@@ -271,3 +299,44 @@ class MetricsSample(_Response):
 class JobMetrics(_Response):
     job_id: str
     samples: list[MetricsSample] = Field(description="oldest first; empty when not running")
+
+
+class ConnectionProfileOut(_Response):
+    id: str
+    name: str
+    connector: str
+    config: dict[str, str] = Field(
+        description=f"the options it holds; secret ones read {REDACTED!r}"
+    )
+    created_at: int
+
+
+class ConnectionProfileList(_Response):
+    data: list[ConnectionProfileOut] = Field(description="by name")
+
+
+class ConnectionTestResult(_Response):
+    ok: bool = Field(
+        description="false when the system could not be reached or refused the settings"
+    )
+    message: str = Field(description="what was found, or what failed")
+
+
+class ConnectorOut(_Response):
+    name: str
+    description: str
+    roles: list[str] = Field(description="source and/or sink")
+    formats: list[str] = Field(description="the formats it reads and writes; empty for none")
+    default_format: str | None
+    metadata_keys: dict[str, list[str]] = Field(
+        description="METADATA FROM 'key' columns a source fills -> the SQL types each may have"
+    )
+    options_schema: dict[str, Any] = Field(description="JSON schema of a table's options")
+    connection_schema: dict[str, Any] | None = Field(
+        description="JSON schema of a connection profile's config; null when the connector "
+        "takes no profiles. Options marked secret are never returned."
+    )
+
+
+class ConnectorList(_Response):
+    data: list[ConnectorOut]

@@ -11,6 +11,7 @@ from arroyo.api.routing import EVENT_STREAM, Route
 
 _PIPELINE = "/pipelines/{pipeline_id}"
 _JOB = _PIPELINE + "/jobs/{job_id}"
+_PROFILE = "/connection_profiles/{profile_id}"
 
 ROUTES: tuple[Route[Api, Any], ...] = (
     Route("GET", "/ping", Api.ping, "Check that the api is up", "meta", response=m.Pong),
@@ -130,5 +131,58 @@ ROUTES: tuple[Route[Api, Any], ...] = (
         "jobs",
         content_type=EVENT_STREAM,
         errors=(502, 503),
+    ),
+    Route(
+        "GET",
+        "/connectors",
+        Api.list_connectors,
+        "List the connectors, their options and connection settings",
+        "connections",
+        response=m.ConnectorList,
+    ),
+    # Before the {profile_id} routes, so "test" is never taken for an id.
+    Route(
+        "POST",
+        "/connection_profiles/test",
+        Api.test_connection,
+        "Test connection settings without saving them",
+        "connections",
+        body=m.ConnectionTestRequest,
+        response=m.ConnectionTestResult,
+    ),
+    Route(
+        "POST",
+        "/connection_profiles",
+        Api.create_connection_profile,
+        "Save a connection profile",
+        "connections",
+        body=m.CreateConnectionProfileRequest,
+        response=m.ConnectionProfileOut,
+        status=201,
+        errors=(409,),
+    ),
+    Route(
+        "GET",
+        "/connection_profiles",
+        Api.list_connection_profiles,
+        "List connection profiles",
+        "connections",
+        response=m.ConnectionProfileList,
+    ),
+    Route(
+        "GET",
+        _PROFILE,
+        Api.get_connection_profile,
+        "Get a connection profile",
+        "connections",
+        response=m.ConnectionProfileOut,
+    ),
+    Route(
+        "DELETE",
+        _PROFILE,
+        Api.delete_connection_profile,
+        "Delete a connection profile",
+        "connections",
+        status=204,
     ),
 )

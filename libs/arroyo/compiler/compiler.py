@@ -1,14 +1,16 @@
 """Compiling queries for the control plane, in a process that hosts a SparkSession.
 
-Stateless between calls: each ``compile`` plans from scratch. Planning uses the one
-SparkSession of the process for analysis only (no query runs, no external system is
-contacted); it clears the session's temporary views, so calls are serialised.
+Stateless between calls: each ``compile`` plans from scratch, with the connection profiles its
+request carries (the compiler owns no database). Planning uses the one SparkSession of the
+process for analysis only (no query runs, no external system is contacted); it clears the
+session's temporary views, so calls are serialised.
 """
 
 from __future__ import annotations
 
 import tempfile
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +18,7 @@ import sqlglot
 import structlog
 from sqlglot import exp
 
+from arroyo.connectors.base import ConnectionProfile
 from arroyo.errors import ArroyoError, Diagnostic, PlanningError
 from arroyo.sql.program import PipelineProgram
 from arroyo_rpc.v1 import common_pb2 as common
@@ -66,17 +69,32 @@ class Compiler:
         self.spark = spark
         self._lock = threading.Lock()
 
-    def compile(self, query: str, udfs: str, parallelism: int) -> pb.CompileResponse:
-        """Blocking (Spark analysis): call it from a thread."""
+    def compile(
+        self,
+        query: str,
+        udfs: str,
+        parallelism: int,
+        profiles: Iterable[pb.ConnectionProfile] = (),
+    ) -> pb.CompileResponse:
+        """Blocking (Spark analysis): call it from a thread. ``profiles`` are those a table may
+        name with ``connection_profile``; a name given twice takes the last."""
         from arroyo.sql.planner import Planner
         from arroyo.udfs import load
 
+        by_name = {
+            p.name: ConnectionProfile(name=p.name, connector=p.connector, config=dict(p.config))
+            for p in profiles
+        }
         with self._lock:
             try:
                 library = load(udfs, UDFS_PATH) if udfs.strip() else None
                 with tempfile.TemporaryDirectory(prefix="arroyo-compile-") as tmp:
                     planner = Planner(
-                        self.spark, parallelism=parallelism, state_dir=Path(tmp), udfs=library
+                        self.spark,
+                        parallelism=parallelism,
+                        state_dir=Path(tmp),
+                        udfs=library,
+                        profiles=by_name,
                     )
                     program = planner.plan(query)
             except PlanningError as err:

@@ -82,7 +82,8 @@ class _Client:
 
 
 class CompilerClient(_Client):
-    """CompilerService, which the api calls: SQL and UDFs in, a program or diagnostics out."""
+    """CompilerService, which the api calls: SQL, UDFs and the connection profiles tables may
+    name in, a program or diagnostics out. A request's profiles hold secrets; never log it."""
 
     def __init__(self, target: str | Any, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
         super().__init__(target, timeout_s=timeout_s)

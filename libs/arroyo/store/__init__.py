@@ -5,6 +5,8 @@ from pathlib import Path
 from arroyo.store.errors import Conflict, DatabaseUrlError, NotFound, StoreError
 from arroyo.store.model import (
     Checkpoint,
+    ConnectionProfile,
+    ConnectionProfileId,
     Job,
     JobConfig,
     JobError,
@@ -20,6 +22,8 @@ from arroyo.store.model import (
 __all__ = [
     "Checkpoint",
     "Conflict",
+    "ConnectionProfile",
+    "ConnectionProfileId",
     "DatabaseUrlError",
     "Job",
     "JobConfig",

@@ -8,14 +8,17 @@ it raises). Queries use PostgreSQL's ``$1`` placeholders; the SQLite backend rew
 from __future__ import annotations
 
 import abc
+import json
 import time
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from arroyo.store.errors import NotFound, StoreError
+from arroyo.store.errors import Conflict, NotFound, StoreError
 from arroyo.store.migrations import LATEST_VERSION, MIGRATIONS, SCHEMA_VERSION_TABLE, Dialect
 from arroyo.store.model import (
     Checkpoint,
+    ConnectionProfile,
+    ConnectionProfileId,
     Job,
     JobConfig,
     JobError,
@@ -80,6 +83,7 @@ _CHECKPOINT_COLUMNS = (
     "finished_at",
 )
 _JOB_ERROR_COLUMNS = "id, job_id, generation, created_at, domain, retryable, message, details"
+_PROFILE_COLUMNS = "id, name, connector, config_json, created_at"
 
 
 def _placeholders(count: int, start: int = 1) -> str:
@@ -377,6 +381,54 @@ class SqlStore(abc.ABC):
             )
         return [_job_error(r) for r in rows]
 
+    # connection profiles
+
+    async def create_connection_profile(self, profile: ConnectionProfile) -> None:
+        async with self._transaction(write=True) as tx:
+            # Checked first for a message that names the profile; two creators racing past the
+            # check are stopped by the UNIQUE constraint, which the backends report as Conflict.
+            if await tx.fetch(
+                "SELECT 1 AS found FROM connection_profiles WHERE name = $1", profile.name
+            ):
+                raise Conflict(f"a connection profile named '{profile.name}' already exists")
+            await tx.execute(
+                f"INSERT INTO connection_profiles ({_PROFILE_COLUMNS}) VALUES ({_placeholders(5)})",
+                profile.id,
+                profile.name,
+                profile.connector,
+                json.dumps(profile.config, sort_keys=True),
+                profile.created_at,
+            )
+
+    async def list_connection_profiles(self) -> list[ConnectionProfile]:
+        async with self._transaction(write=False) as tx:
+            rows = await tx.fetch(f"SELECT {_PROFILE_COLUMNS} FROM connection_profiles")
+        # Sorted here, not by ORDER BY: PostgreSQL's collation is the server's locale, and the
+        # order should be the same on both engines.
+        return sorted((_connection_profile(r) for r in rows), key=lambda p: p.name)
+
+    async def get_connection_profile(
+        self, profile_id: ConnectionProfileId
+    ) -> ConnectionProfile | None:
+        async with self._transaction(write=False) as tx:
+            rows = await tx.fetch(
+                f"SELECT {_PROFILE_COLUMNS} FROM connection_profiles WHERE id = $1", profile_id
+            )
+        return _connection_profile(rows[0]) if rows else None
+
+    async def get_connection_profile_by_name(self, name: str) -> ConnectionProfile | None:
+        async with self._transaction(write=False) as tx:
+            rows = await tx.fetch(
+                f"SELECT {_PROFILE_COLUMNS} FROM connection_profiles WHERE name = $1", name
+            )
+        return _connection_profile(rows[0]) if rows else None
+
+    async def delete_connection_profile(self, profile_id: ConnectionProfileId) -> None:
+        async with self._transaction(write=True) as tx:
+            deleted = await tx.execute("DELETE FROM connection_profiles WHERE id = $1", profile_id)
+        if not deleted:
+            raise NotFound(f"connection profile {profile_id} does not exist")
+
 
 # rows <-> dataclasses; the only place that knows the column names of the model's fields
 
@@ -480,4 +532,14 @@ def _job_error(row: Row) -> JobError:
         retryable=bool(row["retryable"]),
         message=row["message"],
         details=row["details"],
+    )
+
+
+def _connection_profile(row: Row) -> ConnectionProfile:
+    return ConnectionProfile(
+        id=ConnectionProfileId(row["id"]),
+        name=row["name"],
+        connector=row["connector"],
+        config=json.loads(row["config_json"]),
+        created_at=row["created_at"],
     )

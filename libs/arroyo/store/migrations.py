@@ -135,6 +135,19 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX job_errors_by_job ON job_errors (job_id, id)
         """,
     ),
+    Migration(
+        2,
+        """
+        CREATE TABLE connection_profiles (
+            id TEXT NOT NULL PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            connector TEXT NOT NULL,
+            -- {{"option": "value", ...}}, secrets included
+            config_json TEXT NOT NULL,
+            created_at BIGINT NOT NULL
+        )
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -3,8 +3,9 @@
 The api writes pipelines and what the user wants of their jobs (``JobConfig``: stop mode,
 parallelism, checkpoint interval, restart requests); the controller writes what actually happens
 (``JobStatus``: state, generation, failures) and the checkpoints and errors it hears of. Neither
-writes the other's columns, so they never race on a row. Times are microseconds since the Unix
-epoch, UTC.
+writes the other's columns, so they never race on a row. The api also keeps the connection
+profiles that tables name and hands them to the compiler at every compile. Times are
+microseconds since the Unix epoch, UTC.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import NewType, Protocol
 
 PipelineId = NewType("PipelineId", str)
 JobId = NewType("JobId", str)
+ConnectionProfileId = NewType("ConnectionProfileId", str)
 
 
 class StopMode(enum.StrEnum):
@@ -136,6 +138,22 @@ class JobError:
     details: str
 
 
+@dataclass(frozen=True, slots=True)
+class ConnectionProfile:
+    """Saved connection settings that a table names with ``connection_profile = 'name'`` (the
+    planner's ``arroyo.connectors.base.ConnectionProfile`` is this without id and time).
+
+    ``config`` holds the options as the user gave them, secrets included: whoever shows or logs
+    a profile redacts the fields its connector's ``connection_model`` marks secret.
+    """
+
+    id: ConnectionProfileId
+    name: str  # unique
+    connector: str
+    config: dict[str, str]
+    created_at: int
+
+
 class Store(Protocol):
     """The control plane's database. One implementation per engine (SQLite, PostgreSQL), one
     schema and one list of migrations for both.
@@ -216,4 +234,23 @@ class Store(Protocol):
 
     async def list_job_errors(self, job_id: JobId, limit: int = 100) -> list[JobError]:
         """Newest first."""
+        ...
+
+    # connection profiles (the api)
+    async def create_connection_profile(self, profile: ConnectionProfile) -> None:
+        """Raises ``arroyo.store.Conflict`` when a profile of that name (or id) exists."""
+        ...
+
+    async def list_connection_profiles(self) -> list[ConnectionProfile]:
+        """Every profile, by name."""
+        ...
+
+    async def get_connection_profile(
+        self, profile_id: ConnectionProfileId
+    ) -> ConnectionProfile | None: ...
+
+    async def get_connection_profile_by_name(self, name: str) -> ConnectionProfile | None: ...
+
+    async def delete_connection_profile(self, profile_id: ConnectionProfileId) -> None:
+        """Pipelines compiled with it keep the settings they were compiled with."""
         ...

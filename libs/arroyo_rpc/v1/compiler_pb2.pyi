@@ -8,14 +8,33 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CompileRequest(_message.Message):
-    __slots__ = ("query", "udfs", "parallelism")
+    __slots__ = ("query", "udfs", "parallelism", "connection_profiles")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     UDFS_FIELD_NUMBER: _ClassVar[int]
     PARALLELISM_FIELD_NUMBER: _ClassVar[int]
+    CONNECTION_PROFILES_FIELD_NUMBER: _ClassVar[int]
     query: str
     udfs: str
     parallelism: int
-    def __init__(self, query: _Optional[str] = ..., udfs: _Optional[str] = ..., parallelism: _Optional[int] = ...) -> None: ...
+    connection_profiles: _containers.RepeatedCompositeFieldContainer[ConnectionProfile]
+    def __init__(self, query: _Optional[str] = ..., udfs: _Optional[str] = ..., parallelism: _Optional[int] = ..., connection_profiles: _Optional[_Iterable[_Union[ConnectionProfile, _Mapping]]] = ...) -> None: ...
+
+class ConnectionProfile(_message.Message):
+    __slots__ = ("name", "connector", "config")
+    class ConfigEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    CONNECTOR_FIELD_NUMBER: _ClassVar[int]
+    CONFIG_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    connector: str
+    config: _containers.ScalarMap[str, str]
+    def __init__(self, name: _Optional[str] = ..., connector: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class Column(_message.Message):
     __slots__ = ("name", "type", "nullable")
