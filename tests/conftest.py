@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import uuid
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -9,6 +11,8 @@ import pytest
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from arroyo.testing.kafka import KafkaBroker
 
 
 @pytest.fixture(scope="session")
@@ -41,3 +45,24 @@ def postgres_url() -> Iterator[str]:
         pytest.fail(str(err), pytrace=False)
     with running_postgres(bindir) as url:
         yield url
+
+
+@pytest.fixture(scope="session")
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    """One real Kafka broker (KRaft, single node) for the test session, stopped at its end; see
+    ``arroyo.testing.kafka``. Its jars are fetched on first use (``.ci/run`` prefetches them).
+    Tests that use it are marked ``kafka``; they share it, so each should work in topics of its
+    own (``kafka_topic``)."""
+    from arroyo.testing.kafka import KafkaBroker
+
+    with KafkaBroker.start(tmp_path_factory.mktemp("kafka")) as broker:
+        yield broker
+
+
+@pytest.fixture
+def kafka_topic(kafka_broker: KafkaBroker, request: pytest.FixtureRequest) -> str:
+    """A new, empty topic with 2 partitions on ``kafka_broker``, named after the test."""
+    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.name)[:80]
+    name = f"{stem}-{uuid.uuid4().hex[:8]}"
+    kafka_broker.create_topic(name, partitions=2)
+    return name
