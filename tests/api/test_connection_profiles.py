@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from arroyo.compiler import Compiler
+    from arroyo.testing.kafka import KafkaBroker
 
 PROFILES = "/api/v1/connection_profiles"
 PASSWORD = "hunter2-not-for-your-eyes"
@@ -268,14 +268,9 @@ def test_an_unreachable_cluster_is_ok_false_with_the_reason(tmp_path: Path) -> N
 
 
 @pytest.mark.kafka
-def test_a_reachable_cluster_is_ok_with_its_topics(tmp_path: Path, kafka_broker: Any) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    topic = f"profiles-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
-    for future in admin.create_topics([NewTopic(topic, num_partitions=1)]).values():
-        future.result(timeout=30)
-
+def test_a_reachable_cluster_is_ok_with_its_topics(
+    tmp_path: Path, kafka_broker: KafkaBroker, kafka_topic: str
+) -> None:
     async def scenario(env: Env) -> None:
         response = await env.client.post(
             f"{PROFILES}/test",
@@ -288,7 +283,42 @@ def test_a_reachable_cluster_is_ok_with_its_topics(tmp_path: Path, kafka_broker:
         body = await response.json()
         assert body["ok"] is True, body
         assert "connected to 1 broker(s)" in body["message"]
-        assert topic in body["message"]
+        assert kafka_topic in body["message"]
+
+    run(tmp_path, scenario)
+
+
+@pytest.mark.kafka
+def test_sasl_credentials_are_tried_and_a_wrong_password_is_ok_false(
+    tmp_path: Path, kafka_broker: KafkaBroker, kafka_topic: str
+) -> None:
+    username, password = next(iter(kafka_broker.users.items()))
+    sasl = {
+        "bootstrap_servers": kafka_broker.sasl_bootstrap_servers,
+        "auth.type": "sasl",
+        "auth.mechanism": "PLAIN",
+        "auth.protocol": "SASL_PLAINTEXT",
+        "auth.username": username,
+    }
+
+    async def scenario(env: Env) -> None:
+        response = await env.client.post(
+            f"{PROFILES}/test",
+            json={"connector": "kafka", "config": {**sasl, "auth.password": password}},
+        )
+        body = await response.json()
+        assert body["ok"] is True, body
+        assert kafka_topic in body["message"]
+
+        response = await env.client.post(
+            f"{PROFILES}/test",
+            json={"connector": "kafka", "config": {**sasl, "auth.password": PASSWORD}},
+        )
+        assert response.status == 200
+        body = await response.json()
+        assert body["ok"] is False, body
+        assert kafka_broker.sasl_bootstrap_servers in body["message"]
+        assert PASSWORD not in body["message"]
 
     run(tmp_path, scenario)
 
