@@ -162,6 +162,11 @@ class Connector(ABC):
         checkpoint, not this, is what the pipeline resumes from."""
         return
 
+    def release(self) -> None:
+        """Called on the driver when a pipeline's queries have all stopped: close any client
+        the connector kept open for them (e.g. in ``source_committed``)."""
+        return
+
 
 class LineWriter(Protocol):
     """Writes one micro-batch's encoded records; a batch id written before is not written

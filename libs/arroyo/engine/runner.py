@@ -336,6 +336,10 @@ class PipelineRunner:
             log.warning("sink_still_writing", waited_s=_GRACEFUL_STOP_SECONDS)
         self._poll_progress()
         self.spark.streams.removeListener(self._listener)
+        for table in self.program.sources:
+            conn = connector(table.connector)
+            assert conn is not None
+            conn.release()
 
 
 def _report(w: _Watched, p: Any, watermark: str | None, dropped: int) -> BatchReport:

@@ -187,12 +187,13 @@ class KafkaConnector(Connector):
         if not partitions:
             return
         group = group_id(opts, table, state_dir)
-        committer = _GroupCommitters.get(opts, group)
         try:
-            committer.commit(offsets=partitions, asynchronous=True)
-            committer.poll(0)
+            _GroupCommitters.commit(opts, group, partitions)
         except KafkaException as err:
             log.warning("kafka_group_commit_failed", group=group, error=str(err))
+
+    def release(self) -> None:
+        _GroupCommitters.close_all()
 
     # -- sinks -----------------------------------------------------------------------------
 
@@ -281,16 +282,31 @@ def _consumer(opts: KafkaConnection, group: str) -> Consumer:
 
 
 class _GroupCommitters:
-    """One long-lived consumer per group, used only to commit a source's offsets."""
+    """One long-lived consumer per group, used only to commit a source's offsets: after each
+    batch without waiting for the answer, and the last ones again, waiting, when the pipeline
+    stops (an asynchronous commit still in flight would be lost with the consumer)."""
 
-    _by_group: ClassVar[dict[tuple[str, str], Consumer]] = {}
+    _by_group: ClassVar[dict[tuple[str, str], tuple[Consumer, list[Any]]]] = {}
 
     @classmethod
-    def get(cls, opts: KafkaConnection, group: str) -> Consumer:
+    def commit(cls, opts: KafkaConnection, group: str, partitions: list[Any]) -> None:
         key = (opts.bootstrap_servers, group)
-        if key not in cls._by_group:
-            cls._by_group[key] = _consumer(opts, group)
-        return cls._by_group[key]
+        consumer = cls._by_group[key][0] if key in cls._by_group else _consumer(opts, group)
+        cls._by_group[key] = (consumer, partitions)
+        consumer.commit(offsets=partitions, asynchronous=True)
+        consumer.poll(0)
+
+    @classmethod
+    def close_all(cls) -> None:
+        from confluent_kafka import KafkaException
+
+        while cls._by_group:
+            (_, group), (consumer, last) = cls._by_group.popitem()
+            try:
+                consumer.commit(offsets=last, asynchronous=False)
+            except KafkaException as err:
+                log.warning("kafka_group_commit_failed", group=group, error=str(err))
+            consumer.close()
 
 
 class KafkaRecordWriter:
