@@ -163,8 +163,8 @@ class Connector(ABC):
         return
 
     def release(self) -> None:
-        """Called on the driver when a pipeline's queries have all stopped: close any client
-        the connector kept open for them (e.g. in ``source_committed``)."""
+        """Called on the driver, once per connector a pipeline uses, when its queries have all
+        stopped: close any client kept open for them (in ``source_committed``, in sinks)."""
         return
 
 

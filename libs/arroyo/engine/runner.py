@@ -336,8 +336,9 @@ class PipelineRunner:
             log.warning("sink_still_writing", waited_s=_GRACEFUL_STOP_SECONDS)
         self._poll_progress()
         self.spark.streams.removeListener(self._listener)
-        for table in self.program.sources:
-            conn = connector(table.connector)
+        tables = [*self.program.sources, *(q.sink for q in self.program.queries)]
+        for name in {t.connector for t in tables}:
+            conn = connector(name)
             assert conn is not None
             conn.release()
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -194,6 +195,7 @@ class KafkaConnector(Connector):
 
     def release(self) -> None:
         _GroupCommitters.close_all()
+        KafkaRecordWriter.close_all()
 
     # -- sinks -----------------------------------------------------------------------------
 
@@ -315,7 +317,10 @@ class KafkaRecordWriter:
     Kafka sink cannot serve). Exactly once when the table asks for it: see the module
     docstring. Created on the driver when a query starts; the producer is made on first use."""
 
+    _open: ClassVar[weakref.WeakSet[KafkaRecordWriter]] = weakref.WeakSet()
+
     def __init__(self, opts: KafkaOptions, sink_id: str) -> None:
+        KafkaRecordWriter._open.add(self)
         self.opts = opts
         self.transactional = opts.sink_commit_mode == "exactly_once"
         self.sink_id = f"arroyo-sink-{opts.topic}-{sink_id}"
@@ -353,6 +358,16 @@ class KafkaRecordWriter:
             self._tracker = _consumer(self.opts, self.sink_id)
         self._producer = producer
         return producer
+
+    @classmethod
+    def close_all(cls) -> None:
+        """Close every writer's clients (their pipeline stopped); a writer used again reopens."""
+        for writer in list(cls._open):
+            if writer._producer is not None:
+                writer._producer.flush(_METADATA_TIMEOUT_S)
+            if writer._tracker is not None:
+                writer._tracker.close()
+            writer._producer = writer._tracker = None
 
     def _marker(self, offset: int) -> Any:
         from confluent_kafka import TopicPartition
