@@ -465,3 +465,58 @@ def test_schema_registry_round_trip(
 
     _run_until(spark, read, tmp_path / "r", lambda: len(rows()) >= 12)
     assert sorted(rows(), key=lambda r: r["id"]) == [json.loads(e) for e in _events(0, 12)]
+
+
+# Short client timeouts, so that an unreachable broker fails a batch in seconds, not minutes.
+_IMPATIENT = ", client_configs = 'default.api.timeout.ms=4000, request.timeout.ms=3000'"
+
+
+def test_broker_down_at_start_then_back(spark: SparkSession, tmp_path: Path) -> None:
+    """A broker that is down when the pipeline starts fails it with an error naming Kafka; once
+    the broker is back, the pipeline runs from the same state and loses nothing."""
+    with KafkaBroker.start(tmp_path / "kafka") as broker:
+        servers = broker.bootstrap_servers
+        broker.create_topic("in", partitions=2)
+        broker.create_topic("out")
+        broker.produce("in", _events(0, 30))
+        sql = (
+            _source("in", servers, _IMPATIENT)
+            + _sink("out", servers, _IMPATIENT + ", 'sink.commit_mode' = 'exactly_once'")
+            + "INSERT INTO out SELECT id FROM events;"
+        )
+        broker.stop()
+        with pytest.raises(JobFailedError, match=r"(?i)timed? ?out|kafka|node"):
+            _run_until(spark, sql, tmp_path / "state", lambda: False)
+        broker.restart()
+        _run_until(spark, sql, tmp_path / "state", lambda: len(_values(broker, "out")) >= 30)
+        assert Counter(r["id"] for r in _values(broker, "out")) == Counter(range(30))
+
+
+def test_broker_lost_mid_run_nothing_lost_or_repeated(spark: SparkSession, tmp_path: Path) -> None:
+    """kill -9 of the broker while the pipeline runs: whether the pipeline rides it out or
+    fails and is run again from its checkpoint, every record comes out exactly once."""
+    with KafkaBroker.start(tmp_path / "kafka") as broker:
+        servers = broker.bootstrap_servers
+        broker.create_topic("in", partitions=2)
+        broker.create_topic("out")
+        broker.produce("in", _events(0, 200))
+        sql = (
+            _source("in", servers, _IMPATIENT)
+            + _sink("out", servers, _IMPATIENT + ", 'sink.commit_mode' = 'exactly_once'")
+            + "INSERT INTO out SELECT id FROM events;"
+        )
+        killed = threading.Event()
+
+        def kill_once() -> bool:
+            if not killed.is_set() and len(_values(broker, "out")) >= 40:
+                broker.kill()
+                killed.set()
+                broker.restart()
+            return killed.is_set() and len(_values(broker, "out")) >= 200
+
+        try:
+            _run_until(spark, sql, tmp_path / "state", kill_once, max_records_per_batch=20)
+        except JobFailedError:
+            assert killed.is_set()
+            _run_until(spark, sql, tmp_path / "state", lambda: len(_values(broker, "out")) >= 200)
+        assert Counter(r["id"] for r in _values(broker, "out")) == Counter(range(200))
