@@ -99,9 +99,10 @@ def test_exactly_once_through_killed_workers(
                     and j["generation"] > b["generation"]
                 ),
             )
-    # Every event sent so far is in a window that closes once the watermark passes it.
-    total = feeder.sent
-    closed = total // 100 - 1
+    # The last event sent is at (sent - 1) / 100 s, so the watermark stands one second before it
+    # and every window ending at or before the watermark has closed.
+    last_ts = (feeder.sent - 1) / 100
+    closed = int(last_ts - 1)
     cluster.until("every closed window", lambda: len(_windows(kafka_broker, sink)) >= closed)
     cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "checkpoint"})
     cluster.wait_state(pid, "Stopped")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -270,6 +271,36 @@ def _call(opts: KafkaConnection, request: Any) -> Any:
         raise KafkaUnavailableError(f"Kafka at {opts.bootstrap_servers}: {detail}") from err
 
 
+class _AbandonedCallError(KafkaUnavailableError):
+    """A client call that ignored its own timeout; the client it was made on is unusable."""
+
+
+def _call_bounded(opts: KafkaConnection, what: str, request: Any, timeout: float) -> Any:
+    """``_call`` on a thread of its own, given up after ``timeout`` seconds. For the librdkafka
+    calls that can ignore their own timeout: ``send_offsets_to_transaction`` blocks for ever when
+    the group coordinator went away and came back (librdkafka issues 5456 and 5511). The thread
+    is left behind (a daemon, it holds nothing of ours) and the caller drops the client."""
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, _call(opts, request)))
+        except BaseException as err:
+            outcome.append((False, err))
+
+    thread = threading.Thread(target=run, name=f"kafka-{what}", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not outcome:
+        raise _AbandonedCallError(
+            f"Kafka at {opts.bootstrap_servers}: {what} did not finish in {timeout:.0f} s"
+        )
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
 def _consumer(opts: KafkaConnection, group: str) -> Consumer:
     from confluent_kafka import Consumer
 
@@ -405,19 +436,27 @@ class KafkaRecordWriter:
             if self.transactional:
                 assert self._tracker is not None
                 tracker = self._tracker
-                _call(
+                _call_bounded(
                     self.opts,
+                    "send_offsets_to_transaction",
                     lambda: producer.send_offsets_to_transaction(
                         [self._marker(batch_id + 1)],
                         tracker.consumer_group_metadata(),
                         _METADATA_TIMEOUT_S,
                     ),
+                    _METADATA_TIMEOUT_S + 5,
                 )
                 _call(self.opts, lambda: producer.commit_transaction(_TRANSACTION_TIMEOUT_S))
             else:
                 remaining = producer.flush(_TRANSACTION_TIMEOUT_S)
                 if remaining:
                     errors.append(f"{remaining} records not delivered in time")
+        except _AbandonedCallError:
+            # The producer is stuck inside a transactional call, so it cannot abort: drop it.
+            # The next batch makes a new one, whose init_transactions fences this one and
+            # aborts the transaction it left open.
+            self._producer = self._tracker = None
+            raise
         except BaseException:
             if self.transactional:
                 try:

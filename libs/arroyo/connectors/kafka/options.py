@@ -8,6 +8,7 @@ of the client configuration derived from them (``client_config``).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -128,8 +129,12 @@ class KafkaConnection(ConnectorOptions):
         )
 
     def librdkafka_config(self) -> dict[str, str | int | float | bool]:
-        """Settings for confluent-kafka (librdkafka) clients."""
-        config: dict[str, str | int | float | bool] = {**self.client_config()}
+        """Settings for confluent-kafka (librdkafka) clients: ``client_configs`` are written for
+        both clients (Spark's Java client is the data path), so a setting only the Java client
+        knows, such as ``default.api.timeout.ms``, is left out here rather than refused."""
+        config: dict[str, str | int | float | bool] = {
+            k: v for k, v in self.client_config().items() if _librdkafka_knows(k)
+        }
         if self.auth_type == "sasl":
             config["sasl.username"] = self.auth_username or ""
             config["sasl.password"] = self.auth_password or ""
@@ -180,3 +185,17 @@ class KafkaOptions(KafkaConnection):
         if self.source_group_id and self.source_group_id_prefix:
             raise ValueError("set source.group_id or source.group_id_prefix, not both")
         return self
+
+
+@lru_cache(maxsize=256)
+def _librdkafka_knows(name: str) -> bool:
+    """Whether librdkafka has a configuration property of this name. It keeps no list we can
+    read, so ask it: creating a client with an unknown property fails with exactly that error
+    (a client is cheap to create and connects to nothing until it is used)."""
+    from confluent_kafka import KafkaException, Producer
+
+    try:
+        Producer({"bootstrap.servers": "127.0.0.1:9", name: "0", "log_level": 0})
+    except KafkaException as err:
+        return "No such configuration property" not in err.args[0].str()
+    return True
