@@ -520,3 +520,79 @@ def test_broker_lost_mid_run_nothing_lost_or_repeated(spark: SparkSession, tmp_p
             assert killed.is_set()
             _run_until(spark, sql, tmp_path / "state", lambda: len(_values(broker, "out")) >= 200)
         assert Counter(r["id"] for r in _values(broker, "out")) == Counter(range(200))
+
+
+_AVRO_EVENT = {
+    # The schema the table's columns stand for: nullable columns are unions with null, TIMESTAMP
+    # is timestamp-micros (raw datums carry no schema, so writer and table must agree).
+    "type": "record",
+    "name": "event",
+    "fields": [
+        {"name": "id", "type": ["null", "long"]},
+        {"name": "user", "type": ["null", "string"]},
+        {"name": "ts", "type": ["null", {"type": "long", "logicalType": "timestamp-micros"}]},
+    ],
+}
+
+
+def _avro_events(start: int, stop: int) -> list[bytes]:
+    import io
+    from datetime import UTC, datetime
+
+    import fastavro
+
+    schema = fastavro.parse_schema(_AVRO_EVENT)
+    out = []
+    for event in map(json.loads, _events(start, stop)):
+        buffer = io.BytesIO()
+        event["ts"] = datetime.fromisoformat(event["ts"]).replace(tzinfo=UTC)
+        fastavro.schemaless_writer(buffer, schema, event)
+        out.append(buffer.getvalue())
+    return out
+
+
+@pytest.mark.slow
+def test_arroyo_run_avro_windows_to_kafka_stop_and_resume(
+    kafka_broker: KafkaBroker, kafka_topic: str, tmp_path: Path
+) -> None:
+    """Through the ``arroyo`` command as users run it: Avro in, windows out exactly once as JSON;
+    stopped with Ctrl-C (a checkpoint) and run again, it goes on where it stopped."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    servers = kafka_broker.bootstrap_servers
+    out = f"{kafka_topic}-out"
+    kafka_broker.create_topic(out)
+    query = tmp_path / "q.sql"
+    query.write_text(
+        f"CREATE TABLE events (id BIGINT, user TEXT, ts TIMESTAMP, "
+        f"WATERMARK FOR ts AS ts - INTERVAL '1 second') WITH (connector = 'kafka', "
+        f"bootstrap_servers = '{servers}', topic = '{kafka_topic}', type = 'source', "
+        f"format = 'avro', 'source.offset' = 'earliest');\n"
+        + _sink(out, servers, ", 'sink.commit_mode' = 'exactly_once'")
+        + _WINDOWS
+    )
+    state = tmp_path / "state"
+    for produced in (120, 240):
+        kafka_broker.produce(kafka_topic, _avro_events(produced - 120, produced))
+        expected = _expected_windows(produced, produced - 10)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "arroyo.cli.main", "run", "--state-dir", str(state), str(query)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        try:
+            deadline = time.monotonic() + _DEADLINE_S
+            while len(_values(kafka_broker, out)) < sum(expected.values()):
+                assert proc.poll() is None, f"arroyo run exited: {proc.communicate()[1]}"
+                assert time.monotonic() < deadline, "the windows did not all arrive in time"
+                time.sleep(0.5)
+        finally:
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=120)
+        assert proc.returncode == 130, err
+        assert _windows(_values(kafka_broker, out)) == expected
