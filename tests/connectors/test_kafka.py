@@ -596,3 +596,75 @@ def test_arroyo_run_avro_windows_to_kafka_stop_and_resume(
             _, err = proc.communicate(timeout=120)
         assert proc.returncode == 130, err
         assert _windows(_values(kafka_broker, out)) == expected
+
+
+def _descriptor_set(path: Path) -> Path:
+    """A FileDescriptorSet of one message, as ``protoc --descriptor_set_out`` writes it."""
+    from google.protobuf import descriptor_pb2
+
+    field = descriptor_pb2.FieldDescriptorProto
+    proto = descriptor_pb2.FileDescriptorProto(name="event.proto", package="shop", syntax="proto3")
+    message = proto.message_type.add(name="Event")
+    for number, (name, kind) in enumerate(
+        [("id", field.TYPE_INT64), ("user", field.TYPE_STRING), ("score", field.TYPE_DOUBLE),
+         ("ok", field.TYPE_BOOL)], start=1
+    ):  # fmt: skip
+        message.field.add(name=name, number=number, type=kind, label=field.LABEL_OPTIONAL)
+    path.write_bytes(descriptor_pb2.FileDescriptorSet(file=[proto]).SerializeToString())
+    return path
+
+
+def test_protobuf_in_and_out(
+    spark: SparkSession, kafka_broker: KafkaBroker, kafka_topic: str, tmp_path: Path
+) -> None:
+    """Protobuf messages read by a descriptor set, bad ones dropped, and written back."""
+    from arroyo.formats.protobuf import message_class
+
+    descriptors = _descriptor_set(tmp_path / "event.desc")
+    event = message_class(str(descriptors), "shop.Event")
+    servers = kafka_broker.bootstrap_servers
+    out = f"{kafka_topic}-out"
+    kafka_broker.create_topic(out)
+    messages = [
+        event(id=2**40 + i, user=f"u{i}", score=i / 4, ok=i % 2 == 0).SerializeToString()
+        for i in range(8)
+    ]
+    kafka_broker.produce(kafka_topic, [*messages[:4], b"\xff\xff not protobuf", *messages[4:]])
+    proto = (
+        f"format = 'protobuf', 'protobuf.descriptor_file' = '{descriptors}', "
+        f"'protobuf.message_name' = 'shop.Event'"
+    )
+    file = tmp_path / "out.json"
+    sql = (
+        f"CREATE TABLE events (id BIGINT, user TEXT, score DOUBLE, ok BOOLEAN) WITH ("
+        f"connector = 'kafka', bootstrap_servers = '{servers}', topic = '{kafka_topic}', "
+        f"type = 'source', 'source.offset' = 'earliest', bad_data = 'drop', {proto});\n"
+        f"CREATE TABLE out WITH (connector = 'kafka', bootstrap_servers = '{servers}', "
+        f"topic = '{out}', type = 'sink', {proto});\n"
+        f"CREATE TABLE f WITH (connector = 'single_file', path = '{file}', type = 'sink');\n"
+        f"INSERT INTO f SELECT * FROM events;\n"
+        f"INSERT INTO out SELECT id + 1 AS id, upper(user) AS user, score, NOT ok AS ok "
+        f"FROM events;"
+    )
+
+    def rows() -> list[dict[str, Any]]:
+        text = file.read_text() if file.exists() else ""
+        return [json.loads(line) for line in text.splitlines()]
+
+    runner = _run_until(
+        spark,
+        sql,
+        tmp_path / "state",
+        lambda: len(rows()) >= 8 and len(kafka_broker.consume(out)) >= 8,
+    )
+    assert runner.progress.dropped_bad_records == 1
+    expected = [
+        {"id": 2**40 + i, "user": f"u{i}", "score": i / 4, "ok": i % 2 == 0} for i in range(8)
+    ]
+    assert sorted(rows(), key=lambda r: r["id"]) == expected
+    written = sorted(
+        (event.FromString(r.value) for r in kafka_broker.consume(out)), key=lambda m: m.id
+    )
+    assert [(m.id, m.user, m.score, m.ok) for m in written] == [
+        (2**40 + i + 1, f"U{i}", i / 4, i % 2 == 1) for i in range(8)
+    ]

@@ -59,7 +59,10 @@ class Progress:
     rows_in: int = 0
     rows_per_second: float = 0.0
     watermark: str | None = None
+    # Bad records dropped, once per record: every query reading a table decodes (and drops)
+    # its records, so a table's count is the largest any one query saw.
     dropped_bad_records: int = 0
+    dropped_by_table: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,8 +297,13 @@ class PipelineRunner:
             if source is not None and values.get("eoi"):
                 w.ended_sources.add(source)
             elif name.startswith("bad_data:"):
-                dropped += int(values.get("dropped") or 0)
-        self.progress.dropped_bad_records += dropped
+                count = int(values.get("dropped") or 0)
+                by_query = self.progress.dropped_by_table.setdefault(name.split(":", 1)[1], {})
+                by_query[w.spec.sink.name] = by_query.get(w.spec.sink.name, 0) + count
+                dropped += count
+        self.progress.dropped_bad_records = sum(
+            max(by_query.values()) for by_query in self.progress.dropped_by_table.values()
+        )
         self.progress.batches += 1
         self.progress.rows_in += int(p.numInputRows or 0)
         self.progress.rows_per_second = float(p.processedRowsPerSecond or 0.0)

@@ -51,15 +51,17 @@ def decode(
     if fmt == "protobuf":
         from arroyo.formats.protobuf import protobuf_to_json
 
+        # Each message becomes its JSON form, read as plain JSON from here on.
         df = df.withColumn("value", protobuf_to_json(table)(F.col("value")))
-        fmt = "json"
-    elif fmt not in ("json", "debezium_json"):
-        return df
-    if fmt == "debezium_json":
+        opts = JsonOptions()
+    elif fmt == "debezium_json":
         if signed:
             return _decode_signed(df, table, physical, passthrough)
         return _decode_debezium(df, table, physical, passthrough)
-    opts = _json_options(table)
+    elif fmt == "json":
+        opts = _json_options(table)
+    else:
+        return df
     if opts.unstructured:
         return df.select(F.col("value").cast("STRING").alias(physical[0].name), *passthrough)
     millis = opts.timestamp_format == "unix_millis"

@@ -75,8 +75,16 @@ def protobuf_to_json(table: TableSpec) -> Callable[[Column], Column]:
                 message = cls.FromString(bytes(value))
             except DecodeError:
                 return None
+            # Fields at their proto3 defaults are written (they are values, not NULLs), and
+            # 64-bit integers as JSON numbers (Spark reads a quoted number as bad data).
             return str(
-                json_format.MessageToJson(message, preserving_proto_field_name=True, indent=None)
+                json_format.MessageToJson(
+                    message,
+                    preserving_proto_field_name=True,
+                    indent=None,
+                    always_print_fields_with_no_presence=True,
+                    unquote_int64_if_possible=True,
+                )
             )
 
         return values.map(one)
