@@ -30,7 +30,7 @@ from pyspark.sql import functions as F
 from arroyo.connectors.base import LineWriter
 from arroyo.connectors.sinks import batch_in_flight, consume
 from arroyo.engine.build import quote
-from arroyo.formats.codec import json_text
+from arroyo.formats.codec import has_timestamps, json_text
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS current (key TEXT PRIMARY KEY, row TEXT NOT NULL);
@@ -98,7 +98,10 @@ class Changelog:
         key = (
             F.to_json(F.array(*[F.col(quote(k)) for k in self.keys])) if self.keys else F.lit("[]")
         )
-        row = json_text(F.struct(*[F.col(quote(c)) for c in self.columns]))
+        row = json_text(
+            F.struct(*[F.col(quote(c)) for c in self.columns]),
+            has_timestamps(df.select(*[quote(c) for c in self.columns]).schema),
+        )
         keep = F.coalesce(F.col(quote(self.keep)), F.lit(False)) if self.keep else F.lit(True)
         for k, r, qualifies in df.select(key, row, keep).toLocalIterator(prefetchPartitions=True):
             yield k, (r if qualifies else None)

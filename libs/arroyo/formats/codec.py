@@ -6,7 +6,14 @@ from collections.abc import Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType, TimestampType
+from pyspark.sql.types import (
+    ArrayType,
+    DataType,
+    MapType,
+    StructType,
+    TimestampNTZType,
+    TimestampType,
+)
 
 from arroyo.formats import AvroOptions, JsonOptions, parse_format_options, registry
 from arroyo.sql.program import SIGN, ColumnSpec, TableSpec
@@ -225,6 +232,12 @@ def apply_bad_data(df: DataFrame, table: TableSpec) -> DataFrame:
             F.lit(f"bad data in table '{table.name}' ({table.format.name}): could not decode "),
             F.coalesce(F.col("_raw"), F.lit("<null>")),
         )
+        # The filter must stay above the decoding projection: pushed beneath it (as the
+        # optimizer does through deterministic projections) it would inline the decoder, once
+        # per reference, and parse every record three times. Spark keeps predicates above a
+        # non-deterministic projection; spark_partition_id() is the cheapest such expression.
+        # (The drop branch needs none of this: observe() is a barrier already.)
+        df = df.withColumn("_bad", F.col("_bad") & (F.spark_partition_id() >= 0))
         df = df.filter(F.coalesce(F.when(F.col("_bad"), F.raise_error(message)), F.lit(True)))
     return df.drop("_bad", "_raw")
 
@@ -249,7 +262,7 @@ def _encoded(df: DataFrame, table: TableSpec) -> Column:
         from arroyo.formats.protobuf import json_to_protobuf
 
         row = F.struct(*[F.col(f"`{name}`") for name in df.columns])
-        return json_to_protobuf(table)(json_text(row))
+        return json_to_protobuf(table)(json_text(row, has_timestamps(df.schema)))
     opts = _json_options(table)
     if opts.unstructured and len(df.columns) == 1:
         return F.col(df.columns[0]).cast("STRING")
@@ -257,7 +270,7 @@ def _encoded(df: DataFrame, table: TableSpec) -> Column:
     if fmt == "debezium_json":
         # Append-only input: every row is a create.
         row = F.struct(F.lit(None).alias("before"), row.alias("after"), F.lit("c").alias("op"))
-    text = json_text(row)
+    text = json_text(row, has_timestamps(df.schema))
     if opts.include_schema:
         schema = registry.schema_text(_connect_schema(table))
         text = F.concat(F.lit(f'{{"schema":{schema},"payload":'), text, F.lit("}"))
@@ -311,10 +324,27 @@ def _connect_schema(table: TableSpec) -> dict[str, object]:
     return {"type": "struct", "fields": fields, "optional": False}
 
 
-def json_text(row: Column) -> Column:
+def json_text(row: Column, timestamps: bool = True) -> Column:
+    """The row as one JSON object, timestamps written as Arroyo writes them. ``timestamps``
+    False says the row has none, which spares two regular expressions over every record."""
     text = F.to_json(row, {"timestampFormat": _TS_FORMAT, "ignoreNullFields": "false"})
+    if not timestamps:
+        return text
     text = F.regexp_replace(text, _TRAILING_ZEROS, '$1"')
     return F.regexp_replace(text, _EMPTY_FRACTION, '$1"')
+
+
+def has_timestamps(data_type: DataType) -> bool:
+    """Whether a value of this type holds a timestamp anywhere (in a field, element, key)."""
+    if isinstance(data_type, TimestampType | TimestampNTZType):
+        return True
+    if isinstance(data_type, StructType):
+        return any(has_timestamps(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, ArrayType):
+        return has_timestamps(data_type.elementType)
+    if isinstance(data_type, MapType):
+        return has_timestamps(data_type.keyType) or has_timestamps(data_type.valueType)
+    return False
 
 
 def _json_field(df: DataFrame, name: str, opts: JsonOptions) -> Column:
