@@ -8,6 +8,7 @@ their own through Spark's Kafka sink; throughput is rows in / time in micro-batc
 warm-up ones, each side run twice, interleaved (bench/side_by_side.py).
 
     .venv/bin/python bench/kafka.py [--events 6000000] [--batch-rows 500000] [--batches 8]
+        [--queries projection,tumble_count]
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ def main() -> None:
     parser.add_argument("--batch-rows", type=int, default=500_000)
     parser.add_argument("--batches", type=int, default=8)
     parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--queries", default=",".join(QUERIES), help="comma-separated")
     args = parser.parse_args()
     spark = get_or_create_session(SessionSettings(parallelism=2))
     with tempfile.TemporaryDirectory() as tmp, KafkaBroker.start(Path(tmp) / "kafka") as broker:
@@ -103,7 +105,8 @@ def main() -> None:
         fill(spark, servers, "bids", args.events, args.partitions)
         print(f"{args.events:,} JSON bids in topic 'bids' ({args.partitions} partitions)")
         print(f"{'query':<14} {'engine':<8} {'events/s':>12} {'per core':>12}")
-        for name, select in QUERIES.items():
+        for name in args.queries.split(","):
+            select = QUERIES[name]
             sql = (
                 f"CREATE TABLE bids ({SCHEMA}, WATERMARK FOR ts AS ts - INTERVAL '1 second') "
                 f"WITH (connector = 'kafka', bootstrap_servers = '{servers}', topic = 'bids', "

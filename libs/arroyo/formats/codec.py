@@ -87,7 +87,7 @@ def decode(
     parsed = F.from_json(
         text, row_schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
     ).alias("_parsed")
-    out = df.select(parsed, F.col("value").cast("STRING").alias("_raw"), *passthrough)
+    out = df.select(parsed, F.col("value").alias("_raw"), *passthrough)
     selected: list[Column] = []
     for col in physical:
         field = F.col(f"_parsed.`{col.name}`")
@@ -137,7 +137,7 @@ def _decode_avro(
             parsed = from_avro(payload, reader, permissive)
     else:
         parsed = from_avro(F.col("value"), reader, permissive)
-    out = df.select(parsed.alias("_parsed"), F.hex("value").alias("_raw"), *passthrough)
+    out = df.select(parsed.alias("_parsed"), F.col("value").alias("_raw"), *passthrough)
     bad = F.col("_parsed").isNull()
     for col in physical:
         if not col.nullable:
@@ -228,9 +228,14 @@ def apply_bad_data(df: DataFrame, table: TableSpec) -> DataFrame:
         )
         df = df.filter(~F.col("_bad"))
     else:
+        # The record as it came is kept as it came (no copy per record) and rendered only
+        # in the message: binary formats in hex, text as text.
+        raw = F.col("_raw")
+        if table.format.name == "avro":
+            raw = F.hex(raw)
         message = F.concat(
             F.lit(f"bad data in table '{table.name}' ({table.format.name}): could not decode "),
-            F.coalesce(F.col("_raw"), F.lit("<null>")),
+            F.coalesce(raw.cast("STRING"), F.lit("<null>")),
         )
         # The filter must stay above the decoding projection: pushed beneath it (as the
         # optimizer does through deterministic projections) it would inline the decoder, once
