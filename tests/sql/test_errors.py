@@ -164,6 +164,13 @@ CASES = [
     ),
     ("unknown_setting", "SET speed = 'fast';\nSELECT id FROM src;", "unknown_setting", 4, 1),
     (
+        "bad_updating_ttl",
+        "SET updating_ttl = INTERVAL '1 fortnight';\nSELECT id FROM src;",
+        "bad_setting",
+        4,
+        1,
+    ),
+    (
         "updating_into_json_sink",
         "INSERT INTO out SELECT count(*) FROM src;",
         "updating_into_append_sink",

@@ -54,7 +54,7 @@ from arroyo.sql.statements import (
     parse_script,
 )
 from arroyo.sql.text import SourceText
-from arroyo.sql.time import DurationError, interval_us
+from arroyo.sql.time import DurationError, interval_us, parse_duration_us
 from arroyo.sql.types import spark_type
 from arroyo.sql.windows import WindowSpec, window_name
 from arroyo.udfs import UdfLibrary
@@ -70,6 +70,8 @@ EVENT_TIME = "_timestamp"
 _WINDOW_HELPER = "__arroyo_window"
 _COMMON_OPTIONS = {"connector", "type", "format", "bad_data", "connection_profile"}
 _KNOWN_SETTINGS = {"updating_ttl"}
+# Arroyo's default: state of updating joins is kept for a day after its event time.
+_DEFAULT_UPDATING_TTL_US = 24 * 3_600_000_000
 
 
 @dataclass
@@ -119,6 +121,18 @@ class _State:
     memory_written: set[str] = field(default_factory=set)
     counter: itertools.count[int] = field(default_factory=itertools.count)
     settings: dict[str, str] = field(default_factory=dict)
+    updating_ttl_us: int = _DEFAULT_UPDATING_TTL_US
+
+
+def _setting_duration_us(value: str) -> int:
+    """A duration setting as written: ``INTERVAL '1 hour'``, ``'1 hour'`` or ``1 hour``."""
+    text = value.strip()
+    if text[:8].upper() == "INTERVAL":
+        text = text[8:]
+    us = parse_duration_us(text.strip().strip("'"))
+    if us <= 0:
+        raise DurationError("the duration must be positive")
+    return us
 
 
 def _error(code: str, message: str, span: Span | None) -> PlanningError:
@@ -236,12 +250,20 @@ class Planner:
                             text.span(stmt.offset),
                         )
                     if stmt.key == "updating_ttl":
+                        try:
+                            state.updating_ttl_us = _setting_duration_us(stmt.value)
+                        except DurationError as err:
+                            raise _error(
+                                "bad_setting",
+                                f"updating_ttl: {err} (write e.g. INTERVAL '1 hour')",
+                                text.span(stmt.offset),
+                            ) from err
                         # Spark's streaming aggregation has no state TTL: said, not hidden.
                         log.warning(
-                            "setting_not_applied",
+                            "setting_partly_applied",
                             setting=stmt.key,
-                            reason="state of updating aggregates and joins is kept for the "
-                            "pipeline's life",
+                            reason="it bounds joins without windows; state of updating "
+                            "aggregates is kept for the pipeline's life",
                         )
                     state.settings[stmt.key] = stmt.value
             except PlanningError as err:
@@ -867,7 +889,32 @@ class _Rewriter:
             return self._updating_projection(select, updating_inputs[0])
         if len(relations) > 1 and not all(r.window for r in relations):
             self._check_unwindowed_joins(select)
+            self._bound_unwindowed_joins(select, relations)
         return self._projection(select, relations)
+
+    def _bound_unwindowed_joins(self, select: exp.Select, relations: list[_Relation]) -> None:
+        """``updating_ttl`` for joins without windows. Arroyo drops a row from a join's state
+        once it is older than the TTL; Spark drops join state only for a join whose condition
+        bounds the sides' event times against each other. So each joined input's event time
+        must lie within the TTL of the first input's: rows further apart than the TTL never
+        meet (as in Arroyo, where the older one has expired), and each side's state is dropped
+        once the other side's watermark is past it by the TTL. Joins written with USING (no ON
+        to extend) keep their state for the pipeline's life."""
+        first = relations[0]
+        seconds = exp.Literal.string(f"{self.state.updating_ttl_us / 1_000_000:.6f}")
+        ttl = exp.Interval(this=seconds, unit=exp.var("SECOND"))
+        for join, rel in zip(select.args.get("joins") or [], relations[1:], strict=False):
+            on = join.args.get("on")
+            if on is None or not (first.has_event_time and rel.has_event_time):
+                continue
+            mine = exp.column(EVENT_TIME, table=rel.alias)
+            theirs = exp.column(EVENT_TIME, table=first.alias)
+            bound = exp.Between(
+                this=mine,
+                low=exp.Sub(this=theirs, expression=ttl.copy()),
+                high=exp.Add(this=theirs.copy(), expression=ttl.copy()),
+            )
+            join.set("on", exp.and_(exp.paren(on.copy()), bound))
 
     def _check_unwindowed_joins(self, select: exp.Select) -> None:
         """Joins without windows keep both sides' rows to match later rows: only inner
