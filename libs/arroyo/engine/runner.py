@@ -11,7 +11,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -267,13 +267,26 @@ class PipelineRunner:
         self._listener.arrived.clear()
 
     def _poll_progress(self) -> None:
+        def delivered() -> Iterator[Any]:
+            while True:
+                try:
+                    yield self._listener.events.get_nowait()
+                except queue.Empty:
+                    return
+
+        self._take_progress(delivered())
+
+    def _catch_up_progress(self) -> None:
+        """Spark's listener bus delivers progress asynchronously, so when the queries have
+        stopped, the last batches' progress may not have reached the listener yet: take it from
+        each query's own record instead (what a run reports, e.g. its dropped records, must
+        not depend on that race)."""
+        self._take_progress(p for w in self._watched for p in w.query.recentProgress)
+
+    def _take_progress(self, events: Iterable[Any]) -> None:
         by_id = {str(w.query.id): w for w in self._watched}
         changed = False
-        while True:
-            try:
-                p = self._listener.events.get_nowait()
-            except queue.Empty:
-                break
+        for p in events:
             w = by_id.get(str(p.id))
             if w is None or p.batchId <= w.last_batch:
                 continue
@@ -343,6 +356,7 @@ class PipelineRunner:
         if not wait_for_batches(_GRACEFUL_STOP_SECONDS):
             log.warning("sink_still_writing", waited_s=_GRACEFUL_STOP_SECONDS)
         self._poll_progress()
+        self._catch_up_progress()
         self.spark.streams.removeListener(self._listener)
         tables = [*self.program.sources, *(q.sink for q in self.program.queries)]
         for name in {t.connector for t in tables}:

@@ -455,6 +455,8 @@ class KafkaRecordWriter:
             # The producer is stuck inside a transactional call, so it cannot abort: drop it.
             # The next batch makes a new one, whose init_transactions fences this one and
             # aborts the transaction it left open.
+            if self._tracker is not None:
+                self._tracker.close()
             self._producer = self._tracker = None
             raise
         except BaseException:
