@@ -12,15 +12,35 @@ from pyspark.sql import functions as F
 from arroyo.connectors.base import ReadContext
 
 
-def event_numbers(ctx: ReadContext, events_per_second: float, total: int | None) -> DataFrame:
+def event_numbers(
+    ctx: ReadContext,
+    events_per_second: float,
+    total: int | None,
+    *,
+    readable_at_event_time: bool = False,
+) -> DataFrame:
     """``value`` (0, 1, 2, ...) at the given rate; after ``total`` events, every row is an
     end-of-input marker (``_eoi``), so a run resumed after the end sees the end again.
 
-    Normally Spark's ``rate`` source paces the events. When the run caps its batches (tests that
-    stop part-way) ``rate-micro-batch`` gives fixed-size, time-independent batches instead.
+    Normally Spark's ``rate`` source paces the events (a second at a time). With
+    ``readable_at_event_time`` event ``n`` becomes readable at ``start_time_ms(...) + n / rate``,
+    its event time, to the millisecond (arroyo.connectors.clock), so that latency is measurable.
+    When the run caps its batches (tests that stop part-way, throughput benchmarks)
+    ``rate-micro-batch`` gives fixed-size, time-independent batches instead.
     """
     reader = ctx.spark.readStream
-    if ctx.max_records_per_batch:
+    if readable_at_event_time and not ctx.max_records_per_batch:
+        from arroyo.connectors.clock import NAME, register_clock
+
+        register_clock(ctx.spark)
+        df = (
+            reader.format(NAME)
+            .option("start_ms", start_time_ms(ctx.state_dir))
+            .option("rate", events_per_second)
+            .option("partitions", ctx.parallelism)
+            .load()
+        )
+    elif ctx.max_records_per_batch:
         df = (
             reader.format("rate-micro-batch")
             .option("rowsPerBatch", ctx.max_records_per_batch)

@@ -38,7 +38,11 @@ BID = (
 class NexmarkConnector(Connector):
     """Source. One of ``person``, ``auction``, ``bid`` is set per event (1:3:46). Events are a
     pure function of their number and the first start time, so replays are identical; every
-    expression runs in the JVM, no row passes through Python."""
+    expression runs in the JVM. At its rate (no batch cap), event ``n`` becomes readable at its
+    event time, to the millisecond (arroyo.connectors.clock: only the event numbers come from
+    Python, as Arrow batches), so latency from event time to sink is the pipeline's own.
+    Batch-capped (tests, throughput benchmarks), Spark's ``rate-micro-batch`` gives the
+    numbers, as fast as the pipeline takes them."""
 
     name = "nexmark"
     description = "Nexmark auction events"
@@ -65,6 +69,6 @@ class NexmarkConnector(Connector):
 
         opts = NexmarkOptions.model_validate(table.options)
         total = round(opts.event_rate * opts.runtime) if opts.runtime else None
-        events = event_numbers(ctx, opts.event_rate, total)
+        events = event_numbers(ctx, opts.event_rate, total, readable_at_event_time=True)
         cols = nexmark_columns(F.col("value"), start_time_ms(ctx.state_dir), opts.event_rate)
         return events.select(*cols, F.col("_eoi")).withColumnRenamed("_timestamp", "_source_time")

@@ -1,0 +1,277 @@
+"""Nexmark: our engine beside hand-written PySpark and Flink SQL, query by query, same events.
+
+    .venv/bin/python bench/nexmark.py --queries q1,q5 --events 40000000 --peers spark,flink \\
+        --json nexmark.json
+
+Every (query, engine) runs in a process of its own, one after the other, so CPU time and peak
+memory are the run's own and no run warms the JVM for the next:
+
+- ``arroyo``: ``bench/nexmark/queries/qN.sql`` planned by our planner and run by our runner
+  over the ``nexmark`` connector (the generator in Spark's JVM), into a blackhole;
+- ``spark``: the same query written by hand in PySpark (bench/nexmark_spark.py) over the same
+  generator, into Spark's ``noop`` sink;
+- ``flink``: Flink SQL through PyFlink (bench/nexmark_flink.py), local mini-cluster, same
+  parallelism, reading the same events from Parquet (bench/nexmark_events.py writes them once,
+  cached under ~/.cache/arroyo/nexmark).
+
+Figures per run: ``events_per_s``, the steady state (Spark engines: events over the time spent
+in micro-batches after the first two, which pay for code generation and JIT; Flink: events over
+the job's net runtime); ``events_per_s_with_startup``, events over the whole process's life
+(JVM, session, planning); ``events_per_s_per_core`` (steady / parallelism); ``cpu_s_per_m``,
+CPU seconds of the process and its JVM per million events; ``peak_rss_mb``. Both Spark engines
+read fixed batches of ``--batch-rows`` event numbers (``rate-micro-batch``), so they do the same
+work per batch whatever their speed, and stop once ``--events`` have been read.
+
+``--latency`` measures latency instead: see bench/nexmark_latency.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+QUERIES = BENCH / "nexmark" / "queries"
+CACHE = Path.home() / ".cache" / "arroyo" / "nexmark"
+WARMUP_BATCHES = 2
+ENGINES = ("arroyo", "spark", "flink")
+
+
+def runnable_queries() -> list[str]:
+    """The queries our engine runs (those it cannot say ``NOT YET:`` and why)."""
+    names = sorted((p.stem for p in QUERIES.glob("q*.sql")), key=lambda q: int(q[1:]))
+    return [q for q in names if "NOT YET:" not in (QUERIES / f"{q}.sql").read_text()]
+
+
+# --- one run, in a child process -------------------------------------------------------------
+
+
+def _jvm_usage(pid: int) -> tuple[float, float]:
+    """CPU seconds and peak resident MiB of a process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    cpu = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    peak_kb = 0
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            peak_kb = int(line.split()[1])
+    return cpu, peak_kb / 1024
+
+
+def _own_usage() -> tuple[float, float]:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, me.ru_maxrss / 1024
+
+
+def _queries(engine: str, args: argparse.Namespace, spark: Any, tmp: Path) -> list[Any]:
+    """Starts the query on ``engine`` and returns its Spark streaming queries."""
+    if engine == "arroyo":
+        from arroyo.engine.runner import PipelineRunner
+        from arroyo.sql.planner import Planner
+
+        sql = (
+            f"CREATE TABLE nexmark WITH (connector = 'nexmark', event_rate = '{args.rate}');\n"
+            "CREATE TABLE sink WITH (connector = 'blackhole');\n"
+            + (QUERIES / f"{args.query}.sql").read_text()
+        )
+        program = Planner(spark, parallelism=args.parallelism, state_dir=tmp).plan(sql)
+        runner = PipelineRunner(
+            spark, program, tmp / "state", max_records_per_batch=args.batch_rows
+        )
+        runner.start()
+        return runner.queries
+
+    from nexmark_spark import QUERIES as BY_HAND
+    from pyspark.sql import functions as F
+
+    from arroyo.connectors.nexmark_generator import nexmark_columns
+
+    numbers = (
+        spark.readStream.format("rate-micro-batch")
+        .option("rowsPerBatch", args.batch_rows)
+        .option("numPartitions", args.parallelism)
+        .load()
+    )
+    now_ms = int(time.time() * 1000)
+    events = numbers.select(*nexmark_columns(F.col("value"), now_ms, args.rate))
+    df, mode = BY_HAND[args.query](events.withWatermark("_timestamp", "1 second"))
+    return [
+        df.writeStream.format("noop")
+        .outputMode(mode)
+        .option("checkpointLocation", str(tmp / "checkpoint"))
+        .trigger(processingTime="0 seconds")
+        .start()
+    ]
+
+
+def run_one(args: argparse.Namespace) -> dict[str, Any]:
+    """Runs ``args.query`` on ``args.engine`` (arroyo or spark) until ``args.events`` events
+    have been read, and returns its figures (the process's start-up is measured by the parent)."""
+    from arroyo.engine.session import SessionSettings, get_or_create_session
+
+    spark = get_or_create_session(SessionSettings(parallelism=args.parallelism))
+    jvm_pid = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
+    with tempfile.TemporaryDirectory() as tmp:
+        started = _queries(args.engine, args, spark, Path(tmp))
+        progress: dict[str, list[Any]] = {}
+        while True:
+            failed = [q for q in started if not q.isActive and q.exception()]
+            if failed:
+                raise SystemExit(f"{args.engine} {args.query} failed: {failed[0].exception()}")
+            for q in started:
+                seen = progress.setdefault(str(q.id), [])
+                seen.extend(p for p in q.recentProgress if p.batchId > len(seen) - 1)
+            read = max(sum(p.numInputRows for p in seen) for seen in progress.values())
+            if read >= args.events:
+                break
+            time.sleep(0.2)
+        for q in started:
+            q.stop()
+    jvm_cpu, jvm_peak = _jvm_usage(jvm_pid)
+    own_cpu, own_peak = _own_usage()
+    # Steady state: the batches after the warm-up ones, of the query that read the most.
+    batches = max(progress.values(), key=lambda ps: sum(p.numInputRows for p in ps))
+    steady = batches[WARMUP_BATCHES:]
+    rows = sum(p.numInputRows for p in steady)
+    busy_s = sum(p.durationMs.get("triggerExecution", 0) for p in steady) / 1000
+    return {
+        "events": args.events,
+        "batches": len(batches),
+        "events_per_s": rows / busy_s if busy_s else 0.0,
+        "cpu_s": jvm_cpu + own_cpu,
+        "peak_rss_mb": jvm_peak + own_peak,
+    }
+
+
+# --- the harness -----------------------------------------------------------------------------
+
+
+def _child(engine: str, query: str, args: argparse.Namespace, parquet: Path | None) -> list[str]:
+    if engine == "flink":
+        from nexmark_flink import flink_python
+
+        assert parquet is not None
+        return [
+            str(flink_python()),
+            str(BENCH / "nexmark_flink.py"),
+            "--parquet", str(parquet),
+            "--query", query,
+            "--parallelism", str(args.parallelism),
+        ]  # fmt: skip
+    return [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--run-one", engine,
+        "--queries", query,
+        "--events", str(args.events),
+        "--batch-rows", str(args.batch_rows),
+        "--rate", str(args.rate),
+        "--parallelism", str(args.parallelism),
+    ]  # fmt: skip
+
+
+def measure(engine: str, query: str, args: argparse.Namespace, parquet: Path | None) -> dict:
+    began = time.monotonic()
+    done = subprocess.run(_child(engine, query, args, parquet), capture_output=True, check=False)
+    wall = time.monotonic() - began
+    if done.returncode != 0:
+        tail = done.stderr.decode(errors="replace").strip().splitlines()[-5:]
+        return {"error": " | ".join(tail)}
+    figures: dict[str, Any] = json.loads(done.stdout.decode().strip().splitlines()[-1])
+    events = figures["events"]
+    figures.update(
+        wall_s=wall,
+        events_per_s_with_startup=events / wall,
+        events_per_s_per_core=figures["events_per_s"] / args.parallelism,
+        cpu_s_per_m=figures["cpu_s"] / events * 1e6,
+    )
+    return figures
+
+
+def _row(query: str, engine: str, f: dict[str, Any], flink: dict[str, Any] | None) -> str:
+    if "error" in f:
+        return f"{query:<5} {engine:<7} failed: {f['error'][:150]}"
+    ratio = ""
+    if engine == "arroyo" and flink and flink.get("events_per_s"):
+        ratio = f"{f['events_per_s'] / flink['events_per_s']:>8.2f}x"
+    return (
+        f"{query:<5} {engine:<7} {f['events_per_s']:>12,.0f} {f['events_per_s_per_core']:>12,.0f}"
+        f" {f['events_per_s_with_startup']:>12,.0f} {f['cpu_s_per_m']:>9.2f}"
+        f" {f['peak_rss_mb']:>9,.0f} {ratio}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", default=",".join(runnable_queries()))
+    parser.add_argument("--events", type=int, default=40_000_000)
+    parser.add_argument("--batch-rows", type=int, default=0, help="default: events / 20")
+    parser.add_argument("--rate", type=int, default=1_000_000, help="event-time events/s")
+    parser.add_argument("--parallelism", type=int, default=2)
+    parser.add_argument("--peers", default="spark,flink", help="of: spark, flink, none")
+    parser.add_argument("--json", type=Path, help="write the figures here too")
+    parser.add_argument("--latency", action="store_true", help="latency mode")
+    parser.add_argument("--rates", default="10000,100000", help="latency mode: events/s")
+    parser.add_argument("--seconds", type=int, default=60, help="latency mode: per run")
+    parser.add_argument("--warmup", type=int, default=15, help="latency mode: not counted")
+    parser.add_argument("--trigger-ms", type=int, default=0, help="latency mode")
+    parser.add_argument("--run-one", choices=("arroyo", "spark"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    args.batch_rows = args.batch_rows or max(1, args.events // 20)
+    if args.latency:
+        from nexmark_latency import main as latency
+
+        latency(args)
+        return
+    if args.run_one:
+        args.engine, args.query = args.run_one, args.queries
+        print(json.dumps(run_one(args)))
+        return
+
+    queries = [q.strip() for q in args.queries.split(",") if q.strip()]
+    unknown = sorted(set(queries) - set(runnable_queries()))
+    if unknown:
+        parser.error(f"not runnable here: {', '.join(unknown)} (see bench/nexmark/queries)")
+    peers = [p for p in args.peers.split(",") if p and p != "none"]
+    if set(peers) - set(ENGINES[1:]):
+        parser.error(f"--peers takes spark and flink, not {args.peers}")
+    parquet = None
+    if "flink" in peers:
+        from nexmark_events import write_parquet
+
+        from arroyo.engine.session import SessionSettings, get_or_create_session
+
+        parquet = CACHE / f"{args.events}-{args.rate}"
+        print(f"writing {args.events:,} events to {parquet} (once)", file=sys.stderr)
+        spark = get_or_create_session(SessionSettings(parallelism=args.parallelism))
+        write_parquet(spark, parquet, args.events, args.rate, args.parallelism)
+        spark.stop()
+
+    cores = os.cpu_count()
+    print(
+        f"Nexmark, {args.events:,} events, parallelism {args.parallelism}, {cores} cores; "
+        "events/s steady, per core, with start-up; CPU s per M events; peak RSS MiB; "
+        "ours / Flink"
+    )
+    results: dict[str, dict[str, Any]] = {}
+    for query in queries:
+        results[query] = {}
+        for engine in ["arroyo", *peers]:
+            results[query][engine] = measure(engine, query, args, parquet)
+        for engine, figures in results[query].items():
+            print(_row(query, engine, figures, results[query].get("flink")), flush=True)
+        if args.json:
+            args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

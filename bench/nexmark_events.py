@@ -1,0 +1,84 @@
+"""Nexmark events as the harness's engines read them: our generator in the JVM (for Arroyo and
+hand-written PySpark) and the same events in Parquet (for engines that cannot run it: Flink).
+
+    .venv/bin/python bench/nexmark_events.py --events 10000000 --out DIR [--rate 1000000]
+
+The Parquet layout is the ``nexmark`` table's, flattened one level for portability: one row per
+event with ``event_type`` (0 person, 1 auction, 2 bid), the three nullable structs, and
+``date_time``, the event time. Timestamps are INT64 microseconds (``TIMESTAMP_MICROS``), which
+every Parquet reader understands (Spark's default INT96 is deprecated). Event ``n`` happens at
+``BASE_TIME_MS + n / rate`` seconds, the same times the ``nexmark`` connector gives when it
+starts at ``BASE_TIME_MS``.
+
+There are exactly ``--parallelism`` files, range-partitioned by ``date_time`` and sorted by it
+within each: an engine reading them with that parallelism gives each reader one file, read in
+event-time order. More files than readers would break event time: Flink hands files to its
+readers in no particular order, so a reader taking a later file before an earlier one moves its
+watermark past the earlier file's events, which windows then drop as late.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from arroyo.connectors.nexmark_generator import nexmark_columns
+from arroyo.engine.session import SessionSettings, get_or_create_session
+
+# 2026-01-01T00:00:00Z: a fixed start, so a Parquet file is the same whenever it is written.
+BASE_TIME_MS = 1_767_225_600_000
+MANIFEST = "nexmark.json"
+
+
+def generated(spark: SparkSession, events: int, rate: float, partitions: int) -> DataFrame:
+    """The first ``events`` Nexmark events as a batch DataFrame."""
+    numbers = spark.range(0, events, numPartitions=partitions)
+    return numbers.select(*nexmark_columns(F.col("id"), BASE_TIME_MS, rate))
+
+
+def write_parquet(
+    spark: SparkSession, out: Path, events: int, rate: float, partitions: int
+) -> Path:
+    """Writes (or reuses, when the manifest says it holds the same events) ``out``."""
+    manifest = out / MANIFEST
+    wanted = {"events": events, "rate": rate, "base_time_ms": BASE_TIME_MS, "files": partitions}
+    if manifest.exists() and json.loads(manifest.read_text()) == wanted:
+        return out
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    df = generated(spark, events, rate, partitions)
+    kind = F.when(F.col("person").isNotNull(), 0).when(F.col("auction").isNotNull(), 1)
+    df = df.select(
+        kind.otherwise(2).cast("int").alias("event_type"),
+        "person",
+        "auction",
+        "bid",
+        F.col("_timestamp").alias("date_time"),
+    )
+    # One file per reader, each in event-time order (see the module's docstring).
+    df.repartitionByRange(partitions, "date_time").sortWithinPartitions("date_time").write.mode(
+        "overwrite"
+    ).parquet(str(out / "events"))
+    manifest.write_text(json.dumps(wanted))
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--rate", type=float, default=1_000_000, help="events per second")
+    parser.add_argument("--parallelism", type=int, default=2)
+    args = parser.parse_args()
+    spark = get_or_create_session(SessionSettings(parallelism=args.parallelism))
+    started = time.monotonic()
+    write_parquet(spark, args.out, args.events, args.rate, args.parallelism)
+    print(f"{args.events:,} events in {args.out} ({time.monotonic() - started:.1f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+"""Latency on Nexmark at a fixed input rate: ``bench/nexmark.py --latency``.
+
+    .venv/bin/python bench/nexmark.py --latency [--rates 10000,100000] [--seconds 60]
+        [--trigger-ms 0] [--json FILE]
+
+Two pipelines run through our planner and runner, each at each rate, into a blackhole:
+
+- ``stateless``: Nexmark q1 (a projection of the bids);
+- ``tumble``: bids counted per auction in 1-second tumbling windows.
+
+The ``nexmark`` source at its rate makes event ``n`` readable at its event time (to the
+millisecond: arroyo.connectors.clock), so an event's end-to-end latency is the time from its
+event time to the moment the micro-batch that carried it was committed (the sink has written
+its rows by then): every event of every batch after the first ``--warmup`` seconds counts.
+For the windows, the delay is from the watermark passing a window's end (in wall-clock time,
+when the event that moves it there becomes readable: the end plus the table's watermark delay)
+to the commit of the batch that emitted the window's rows.
+
+Spark's real-time mode does not apply: it reads only from Kafka, and our generator is not
+Kafka; the micro-batch trigger is ``--trigger-ms`` (0: the next batch starts as soon as the last
+one ends).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+QUERIES = {
+    "stateless": "SELECT bid.auction, bid.bidder, 0.908 * bid.price AS price, bid.datetime, "
+    "bid.extra FROM nexmark WHERE bid IS NOT NULL",
+    "tumble": "SELECT tumble(interval '1 second') AS window, bid.auction AS auction, "
+    "count(*) AS bids FROM nexmark WHERE bid IS NOT NULL GROUP BY 1, 2",
+}
+WINDOW_MS = 1000
+
+
+def _ms(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000
+
+
+def _run(query: str, rate: int, args: argparse.Namespace) -> tuple[list[Any], int, int]:
+    """Runs ``query`` for ``args.seconds``; returns its batches' progress, the source's start
+    (epoch ms: event ``n`` is readable from start + n * 1000 / rate) and the watermark delay."""
+    from arroyo.engine.runner import PipelineRunner
+    from arroyo.engine.session import SessionSettings, get_or_create_session
+    from arroyo.sql.planner import Planner
+
+    spark = get_or_create_session(SessionSettings(parallelism=args.parallelism))
+    with tempfile.TemporaryDirectory() as tmp:
+        sql = (
+            f"CREATE TABLE nexmark WITH (connector = 'nexmark', event_rate = '{rate}');\n"
+            "CREATE TABLE sink WITH (connector = 'blackhole');\n"
+            f"INSERT INTO sink {QUERIES[query]};"
+        )
+        program = Planner(spark, parallelism=args.parallelism, state_dir=Path(tmp)).plan(sql)
+        state = Path(tmp) / "state"
+        runner = PipelineRunner(spark, program, state, trigger_interval_ms=args.trigger_ms)
+        runner.start()
+        (q,) = runner.queries
+        batches: dict[int, Any] = {}
+        deadline = time.monotonic() + args.seconds
+        while time.monotonic() < deadline:
+            if not q.isActive:
+                raise SystemExit(f"{query} at {rate}/s failed: {q.exception()}")
+            batches.update((p.batchId, p) for p in q.recentProgress)
+            time.sleep(1)
+        batches.update((p.batchId, p) for p in q.recentProgress)
+        runner.stop()
+        runner.wait(60)
+        marker = state / "tables" / "nexmark" / "start_time.json"
+        start_ms = int(json.loads(marker.read_text())["start_time_ms"])
+    delay_ms = program.sources[0].watermark_delay_ms
+    return [batches[k] for k in sorted(batches)], start_ms, delay_ms
+
+
+def _committed_ms(p: Any) -> float:
+    return _ms(p.timestamp) + p.durationMs.get("triggerExecution", 0)
+
+
+def _offset(text: str | None) -> int:
+    """A clock source offset; the first batch starts from none (event 0)."""
+    parsed = json.loads(text) if text else None
+    return int(parsed["n"]) if parsed else 0
+
+
+def event_latencies(batches: list[Any], start_ms: int, rate: int, after_ms: float) -> np.ndarray:
+    """Every event's latency (ms) in the batches that started after ``after_ms``."""
+    parts = []
+    for p in batches:
+        if _ms(p.timestamp) < after_ms or not p.numInputRows:
+            continue
+        first, last = _offset(p.sources[0].startOffset), _offset(p.sources[0].endOffset)
+        event_ms = start_ms + np.arange(first, last, dtype=np.float64) * 1000 / rate
+        parts.append(_committed_ms(p) - event_ms)
+    return np.concatenate(parts) if parts else np.empty(0)
+
+
+def window_delays(batches: list[Any], delay_ms: int, after_ms: float) -> np.ndarray:
+    """For each window closed after ``after_ms``: its row's commit minus the time the watermark
+    passed its end. A window ending at ``e`` is emitted by the first batch run with a watermark
+    at or past ``e``; the watermark passed ``e`` when the event at ``e + delay`` was readable."""
+    delays = []
+    emitted_up_to = None
+    for p in batches:
+        watermark = (p.eventTime or {}).get("watermark")
+        if not watermark:
+            continue
+        wm = _ms(watermark)
+        if emitted_up_to is None:
+            emitted_up_to = wm  # windows ending before the first watermark: not ours to time
+            continue
+        end = (emitted_up_to // WINDOW_MS + 1) * WINDOW_MS
+        while end <= wm:
+            if end + delay_ms >= after_ms:
+                delays.append(_committed_ms(p) - (end + delay_ms))
+            end += WINDOW_MS
+        emitted_up_to = max(emitted_up_to, wm)
+    return np.asarray(delays, dtype=np.float64)
+
+
+def _pct(values: np.ndarray, q: float) -> float | None:
+    return float(np.percentile(values, q)) if values.size else None
+
+
+def main(args: argparse.Namespace) -> None:
+    rates = [int(r) for r in args.rates.split(",")]
+    results: dict[str, Any] = {}
+    print(
+        f"Latency, {args.seconds} s per run after {args.warmup} s warm-up, parallelism "
+        f"{args.parallelism}, trigger {args.trigger_ms} ms (ms: p50, p99, max)"
+    )
+    for query in QUERIES:
+        for rate in rates:
+            batches, start_ms, delay_ms = _run(query, rate, args)
+            after = _ms(batches[0].timestamp) + args.warmup * 1000 if batches else 0
+            lat = event_latencies(batches, start_ms, rate, after)
+            figures: dict[str, Any] = {
+                "events_per_s": rate,
+                "latency_p50_ms": _pct(lat, 50),
+                "latency_p99_ms": _pct(lat, 99),
+                "latency_max_ms": float(lat.max()) if lat.size else None,
+                "batches": len(batches),
+            }
+            line = f"{query:<9} {rate:>8,}/s  end to end {_fmt(lat)}"
+            if query == "tumble":
+                windows = window_delays(batches, delay_ms, after)
+                figures.update(
+                    window_delay_p50_ms=_pct(windows, 50),
+                    window_delay_p99_ms=_pct(windows, 99),
+                    window_delay_max_ms=float(windows.max()) if windows.size else None,
+                    windows=int(windows.size),
+                )
+                line += f"   window after watermark {_fmt(windows)}"
+            print(line, flush=True)
+            results[f"{query}@{rate}"] = figures
+            if args.json:
+                args.json.write_text(json.dumps({"latency": results}, indent=2))
+
+
+def _fmt(values: np.ndarray) -> str:
+    if not values.size:
+        return "no data"
+    p50, p99, top = np.percentile(values, 50), np.percentile(values, 99), values.max()
+    return f"{p50:>7,.0f} {p99:>7,.0f} {top:>7,.0f}"
