@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 Query = Callable[[DataFrame], tuple[DataFrame, str]]
 TTL = F.expr("INTERVAL 24 HOURS")
-CHANNEL_ID = F.regexp_extract(F.col("bid.url"), "(&|^)channel_id=([^&]*)", 2)
+CHANNEL_ID = F.nullif(F.regexp_extract(F.col("bid.url"), "(&|^)channel_id=([^&]*)", 2), F.lit(""))
 
 
 def _bids(events: DataFrame) -> DataFrame:
