@@ -1,0 +1,61 @@
+"""bench/nexmark.py runs end to end: both Spark engines on a windowed and a stateless query, and
+its latency mode, each writing the figures its JSON file promises. (Speed is not asserted: the
+harness prints it. The Flink peer needs its own 500 MB environment and is not run here.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).parents[2] / "bench"
+
+pytestmark = pytest.mark.spark
+
+
+def _harness(*args: str) -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / "nexmark.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+def test_throughput_figures_for_each_engine(tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    events = 300_000
+    _harness(
+        "--queries", "q1,q5", "--events", str(events), "--batch-rows", "50000",
+        "--peers", "spark", "--json", str(out),
+    )  # fmt: skip
+    figures = json.loads(out.read_text())
+    assert sorted(figures) == ["q1", "q5"]
+    for query, engines in figures.items():
+        assert sorted(engines) == ["arroyo", "spark"], query
+        for engine, f in engines.items():
+            assert "error" not in f, (query, engine, f)
+            assert f["events"] == events
+            assert f["batches"] >= events // 50_000
+            assert f["events_per_s"] > 0
+            assert f["events_per_s_with_startup"] < f["events_per_s"]
+            assert f["cpu_s_per_m"] > 0
+            assert f["peak_rss_mb"] > 100  # a JVM at least
+
+
+def test_latency_figures(tmp_path: Path) -> None:
+    out = tmp_path / "latency.json"
+    _harness("--latency", "--rates", "2000", "--seconds", "14", "--warmup", "4", "--json", str(out))
+    figures = json.loads(out.read_text())["latency"]
+    assert sorted(figures) == ["stateless@2000", "tumble@2000"]
+    for run in figures.values():
+        # Every event is read at or after its event time, so no latency is negative.
+        assert 0 < run["latency_p50_ms"] <= run["latency_p99_ms"] <= run["latency_max_ms"]
+    windows = figures["tumble@2000"]
+    assert windows["windows"] >= 3
+    assert windows["window_delay_p50_ms"] > 0
