@@ -66,6 +66,10 @@ def _run(query: str, rate: int, args: argparse.Namespace) -> tuple[list[Any], in
         runner.start()
         (q,) = runner.queries
         batches: dict[int, Any] = {}
+        # The run's time counts from its first batch: starting (JVM, planning) is not measured.
+        started = time.monotonic()
+        while not q.recentProgress and q.isActive and time.monotonic() < started + 600:
+            time.sleep(0.2)
         deadline = time.monotonic() + args.seconds
         while time.monotonic() < deadline:
             if not q.isActive:
