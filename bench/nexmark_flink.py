@@ -31,7 +31,6 @@ watermark for a table that declares none (1 second behind the largest time seen)
 from __future__ import annotations
 
 import argparse
-import fcntl
 import json
 import os
 import re
@@ -40,8 +39,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -162,7 +159,9 @@ def flink_python() -> Path:
     if marker.is_file() and marker.read_text() == wanted:
         return python
     venv.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(venv.parent / f"{venv.name}.lock"):
+    from arroyo.filelock import file_lock  # runs in our .venv, which has arroyo
+
+    with file_lock(venv.parent / f"{venv.name}.lock"):
         if marker.is_file() and marker.read_text() == wanted:
             return python
         if venv.exists():
@@ -219,7 +218,9 @@ def _fetch_jars(target: Path) -> None:
     from arroyo.engine.jars import retrieve
 
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(target.parent / f"{target.name}.lock"):
+    from arroyo.filelock import file_lock
+
+    with file_lock(target.parent / f"{target.name}.lock"):
         if (target / _COMPLETE).is_file():
             return
         for stale in target.parent.glob(f"{target.name}.tmp-*"):
@@ -241,16 +242,6 @@ def _fetch_jars(target: Path) -> None:
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _log(message: str) -> None:

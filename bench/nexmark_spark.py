@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, GroupedData
 from pyspark.sql import functions as F
 
 Query = Callable[[DataFrame], tuple[DataFrame, str]]
@@ -37,6 +37,15 @@ def _counts_by_rank() -> list[Column]:
         F.count(F.when((price >= 10_000) & (price < 1_000_000), 1)).alias("rank2_bids"),
         F.count(F.when(price >= 1_000_000, 1)).alias("rank3_bids"),
     ]
+
+
+def _bid_statistics(groups: GroupedData) -> DataFrame:
+    """q15's and q16's figures per group: bids by price rank, distinct bidders and auctions."""
+    return groups.agg(
+        *_counts_by_rank(),
+        F.size(F.collect_set("bid.bidder")).alias("total_bidders"),
+        F.size(F.collect_set("bid.auction")).alias("total_auctions"),
+    )
 
 
 def _day() -> Column:
@@ -174,21 +183,12 @@ def q14(events: DataFrame) -> tuple[DataFrame, str]:
 
 
 def q15(events: DataFrame) -> tuple[DataFrame, str]:
-    days = _bids(events).groupBy(_day())
-    return days.agg(
-        *_counts_by_rank(),
-        F.size(F.collect_set("bid.bidder")).alias("total_bidders"),
-        F.size(F.collect_set("bid.auction")).alias("total_auctions"),
-    ), "update"
+    return _bid_statistics(_bids(events).groupBy(_day())), "update"
 
 
 def q16(events: DataFrame) -> tuple[DataFrame, str]:
-    days = _bids(events).groupBy(F.col("bid.channel").alias("channel"), _day())
-    return days.agg(
-        *_counts_by_rank(),
-        F.size(F.collect_set("bid.bidder")).alias("total_bidders"),
-        F.size(F.collect_set("bid.auction")).alias("total_auctions"),
-    ), "update"
+    by_channel = _bids(events).groupBy(F.col("bid.channel").alias("channel"), _day())
+    return _bid_statistics(by_channel), "update"
 
 
 def q17(events: DataFrame) -> tuple[DataFrame, str]:

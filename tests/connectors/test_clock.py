@@ -44,7 +44,7 @@ def _run(spark: SparkSession, tmp: Path, seconds: float) -> list[Any]:
     while time.monotonic() < deadline or len(batches) < 3:
         assert query.isActive, query.exception()
         batches.update((p.batchId, p) for p in query.recentProgress)
-        time.sleep(0.5)
+        query.awaitTermination(0.5)  # returns at once if the query fails
     runner.stop()
     runner.wait(60)
     batches.update((p.batchId, p) for p in query.recentProgress)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import fcntl
 import logging
 import os
 import random
@@ -37,14 +36,14 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Any, Literal, NamedTuple, Self
 
 from arroyo.engine.jars import retrieve
 from arroyo.errors import ArroyoError, ErrorDomain
+from arroyo.filelock import file_lock
 
 KAFKA_VERSION = "4.1.1"
 BROKER_PACKAGES: tuple[str, ...] = (
@@ -107,7 +106,7 @@ def fetch_broker() -> Path:
     if (target / _COMPLETE).is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(target.parent / f"{target.name}.lock"):
+    with file_lock(target.parent / f"{target.name}.lock"):
         if (target / _COMPLETE).is_file():
             return target
         for stale in target.parent.glob(f"{target.name}.tmp-*"):
@@ -124,16 +123,6 @@ def fetch_broker() -> Path:
             shutil.rmtree(staging, ignore_errors=True)
             raise
     return target
-
-
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 _handed_out: set[int] = set()
