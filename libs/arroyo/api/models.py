@@ -252,7 +252,7 @@ class CheckpointOut(_Response):
     generation: int
     watermark_micros: int | None
     offsets: dict[str, Any] = Field(description="source name -> Spark's offset for it")
-    state_rows: int
+    state_rows: int = Field(description="rows in keyed state; -1: not counted (RocksDB)")
     state_bytes: int
     rows_in: int
     duration_micros: int
@@ -285,7 +285,7 @@ class OperatorMetrics(_Response):
     rows_in_per_second: float
     rows_processed_per_second: float
     batch_duration_micros: int = Field(description="the last batch's duration: backpressure")
-    state_rows: int
+    state_rows: int = Field(description="rows in keyed state; -1: not counted (RocksDB)")
     state_bytes: int
     dropped_bad_records: int
     watermark_micros: int | None

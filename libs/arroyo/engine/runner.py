@@ -39,6 +39,7 @@ from arroyo.engine.build import (
 )
 from arroyo.engine.changelog import Changelog
 from arroyo.engine.per_batch import PerBatchQuery
+from arroyo.engine.session import state_rows_counted
 from arroyo.errors import JobFailedError
 from arroyo.sql.program import PipelineProgram, SinkQuery
 from arroyo.udfs import UDF_ERROR
@@ -80,6 +81,7 @@ class BatchReport:
     input_rows_per_second: float
     processed_rows_per_second: float
     duration_ms: int
+    # Rows in the query's keyed state, or -1 when the state store does not count them.
     state_rows: int
     state_bytes: int
     dropped_bad_records: int
@@ -160,6 +162,7 @@ class PipelineRunner:
         self._stop_requested = threading.Event()
         self._graceful_stop = True
         self._listener = _ProgressListener()
+        self._state_rows_counted = state_rows_counted(spark)
 
     def start(self) -> None:
         self.spark.streams.addListener(self._listener)
@@ -322,7 +325,7 @@ class PipelineRunner:
         self.progress.rows_per_second = float(p.processedRowsPerSecond or 0.0)
         if watermark and not is_end_of_time(watermark):
             self.progress.watermark = watermark
-        report = _report(w, p, watermark, dropped)
+        report = _report(w, p, watermark, dropped, self._state_rows_counted)
         for table in self.program.sources:
             conn = connector(table.connector)
             assert conn is not None
@@ -365,8 +368,12 @@ class PipelineRunner:
             conn.release()
 
 
-def _report(w: _Watched, p: Any, watermark: str | None, dropped: int) -> BatchReport:
+def _report(
+    w: _Watched, p: Any, watermark: str | None, dropped: int, rows_counted: bool
+) -> BatchReport:
     state_rows = sum(int(op.numRowsTotal or 0) for op in p.stateOperators or [])
+    if p.stateOperators and not rows_counted:
+        state_rows = -1
     state_bytes = sum(int(op.memoryUsedBytes or 0) for op in p.stateOperators or [])
     return BatchReport(
         query=w.query.name or w.spec.sink.name,

@@ -414,7 +414,7 @@ function renderMetrics(metrics) {
     h("td", { title: `input: ${fmtNumber(o.rows_in_per_second)} rows/s` },
       fmtNumber(o.rows_processed_per_second)),
     h("td", {}, fmtDuration(o.batch_duration_micros)),
-    h("td", {}, fmtNumber(o.state_rows)),
+    h("td", {}, o.state_rows < 0 ? "—" : fmtNumber(o.state_rows)),
     h("td", {}, fmtBytes(o.state_bytes)),
     h("td", {}, fmtTime(o.watermark_micros)))));
 }
