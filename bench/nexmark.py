@@ -208,16 +208,29 @@ def measure(engine: str, query: str, args: argparse.Namespace, parquet: Path | N
     return figures
 
 
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median steady throughput (the lower middle one of an even number),
+    with every run's throughput under ``runs_events_per_s``; a failed run is reported as is."""
+    failed = [r for r in runs if "error" in r]
+    if failed:
+        return failed[0]
+    ordered = sorted(runs, key=lambda r: r["events_per_s"])
+    middle = ordered[(len(ordered) - 1) // 2]
+    return {**middle, "runs_events_per_s": [r["events_per_s"] for r in runs]}
+
+
 def _row(query: str, engine: str, f: dict[str, Any], flink: dict[str, Any] | None) -> str:
     if "error" in f:
         return f"{query:<5} {engine:<7} failed: {f['error'][:150]}"
     ratio = ""
     if engine == "arroyo" and flink and flink.get("events_per_s"):
         ratio = f"{f['events_per_s'] / flink['events_per_s']:>8.2f}x"
+    runs = f.get("runs_events_per_s", [])
+    spread = f"  ({min(runs):,.0f}-{max(runs):,.0f})" if len(runs) > 1 else ""
     return (
         f"{query:<5} {engine:<7} {f['events_per_s']:>12,.0f} {f['events_per_s_per_core']:>12,.0f}"
         f" {f['events_per_s_with_startup']:>12,.0f} {f['cpu_s_per_m']:>9.2f}"
-        f" {f['peak_rss_mb']:>9,.0f} {ratio}"
+        f" {f['peak_rss_mb']:>9,.0f} {ratio:>9}{spread}"
     )
 
 
@@ -229,6 +242,9 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=1_000_000, help="event-time events/s")
     parser.add_argument("--parallelism", type=int, default=2)
     parser.add_argument("--peers", default="spark,flink", help="of: spark, flink, none")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs per engine, interleaved; the median is shown"
+    )
     parser.add_argument("--json", type=Path, help="write the figures here too")
     parser.add_argument("--latency", action="store_true", help="latency mode")
     parser.add_argument("--rates", default="10000,100000", help="latency mode: events/s")
@@ -271,13 +287,17 @@ def main() -> None:
     print(
         f"Nexmark, {args.events:,} events, parallelism {args.parallelism}, {cores} cores; "
         "events/s steady, per core, with start-up; CPU s per M events; peak RSS MiB; "
-        "ours / Flink"
+        "ours / Flink" + (f"; median of {args.repeat} runs (range)" if args.repeat > 1 else "")
     )
     results: dict[str, dict[str, Any]] = {}
     for query in queries:
-        results[query] = {}
-        for engine in ["arroyo", *peers]:
-            results[query][engine] = measure(engine, query, args, parquet)
+        # Interleaved (ours, peers, ours, peers, ...): a slow spell of the machine falls on
+        # every engine alike rather than on one engine's runs.
+        runs: dict[str, list[dict[str, Any]]] = {e: [] for e in ["arroyo", *peers]}
+        for _ in range(max(1, args.repeat)):
+            for engine, done in runs.items():
+                done.append(measure(engine, query, args, parquet))
+        results[query] = {engine: median_run(done) for engine, done in runs.items()}
         for engine, figures in results[query].items():
             print(_row(query, engine, figures, results[query].get("flink")), flush=True)
         if args.json:
