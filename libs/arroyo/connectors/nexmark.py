@@ -71,4 +71,5 @@ class NexmarkConnector(Connector):
         total = round(opts.event_rate * opts.runtime) if opts.runtime else None
         events = event_numbers(ctx, opts.event_rate, total, readable_at_event_time=True)
         cols = nexmark_columns(F.col("value"), start_time_ms(ctx.state_dir), opts.event_rate)
-        return events.select(*cols, F.col("_eoi")).withColumnRenamed("_timestamp", "_source_time")
+        *fields, event_time = cols
+        return events.select(*fields, event_time.alias("_source_time"), F.col("_eoi"))
