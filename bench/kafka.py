@@ -21,7 +21,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
-from side_by_side import compare
+from side_by_side import compare, header, print_rows
 
 from arroyo.engine.runner import PipelineRunner
 from arroyo.engine.session import SessionSettings, get_or_create_session
@@ -104,7 +104,7 @@ def main() -> None:
         broker.create_topic("out", partitions=args.partitions)
         fill(spark, servers, "bids", args.events, args.partitions)
         print(f"{args.events:,} JSON bids in topic 'bids' ({args.partitions} partitions)")
-        print(f"{'query':<14} {'engine':<8} {'events/s':>12} {'per core':>12}")
+        print(header(14))
         for name in args.queries.split(","):
             select = QUERIES[name]
             sql = (
@@ -126,10 +126,7 @@ def main() -> None:
                 ),
                 args.batches,
             )
-            for engine, eps in results.items():
-                print(f"{name:<14} {engine:<8} {eps:>12,.0f} {eps / 2:>12,.0f}")
-            overhead = 1 - results["arroyo"] / results["pyspark"] if results["pyspark"] else 0
-            print(f"{name:<14} arroyo overhead vs hand-written PySpark: {overhead:+.1%}")
+            print_rows(name, 14, results, 2)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import argparse
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -43,9 +44,26 @@ def hand_bids(spark: SparkSession, args: argparse.Namespace) -> DataFrame:
     return nexmark.withWatermark("_timestamp", "1 second").filter("bid IS NOT NULL")
 
 
+@dataclass(frozen=True)
+class Measured:
+    """One side's figures: events/s over its time in micro-batches, and the mean time Spark
+    spent planning each batch (the part of a batch that grows with the query's logical plan,
+    not with its input)."""
+
+    events_per_s: float
+    planning_ms: float
+
+    @staticmethod
+    def mean(runs: list[Measured]) -> Measured:
+        return Measured(
+            sum(r.events_per_s for r in runs) / len(runs),
+            sum(r.planning_ms for r in runs) / len(runs),
+        )
+
+
 def measure(
     queries: Callable[[], list[StreamingQuery]], batches: int, warmup_batches: int = 3
-) -> float:
+) -> Measured:
     started = queries()
     deadline = time.monotonic() + 600
     while time.monotonic() < deadline and any(
@@ -56,19 +74,21 @@ def measure(
         time.sleep(0.5)
     rows = 0
     busy_ms = 0
+    planning_ms = 0
     for q in started:
         for p in q.recentProgress[warmup_batches : warmup_batches + batches]:
             rows += p.numInputRows
             busy_ms += p.durationMs.get("triggerExecution", 0)
+            planning_ms += p.durationMs.get("queryPlanning", 0)
         q.stop()
-    return rows / (busy_ms / 1000) if busy_ms else 0.0
+    return Measured(rows / (busy_ms / 1000) if busy_ms else 0.0, planning_ms / batches)
 
 
 def compare(
     ours: Callable[[], list[StreamingQuery]],
     theirs: Callable[[], list[StreamingQuery]],
     batches: int,
-) -> dict[str, float]:
+) -> dict[str, Measured]:
     """The mean of each side's two runs, interleaved so that a machine drifting weighs on both
     sides alike. Each side first runs once unmeasured: the first run of a query shape in a JVM
     pays for its code generation and JIT, which would otherwise fall on whichever side ran
@@ -76,7 +96,23 @@ def compare(
     for side in (ours, theirs):
         measure(side, 2)
     a1, b1, b2, a2 = (measure(q, batches) for q in (ours, theirs, theirs, ours))
-    return {"arroyo": (a1 + a2) / 2, "pyspark": (b1 + b2) / 2}
+    return {"arroyo": Measured.mean([a1, a2]), "pyspark": Measured.mean([b1, b2])}
+
+
+def print_rows(name: str, width: int, results: dict[str, Measured], parallelism: int) -> None:
+    """One row per side, then our overhead."""
+    for engine, m in results.items():
+        print(
+            f"{name:<{width}} {engine:<8} {m.events_per_s:>12,.0f}"
+            f" {m.events_per_s / parallelism:>12,.0f} {m.planning_ms:>12,.0f}"
+        )
+    ours, theirs = results["arroyo"].events_per_s, results["pyspark"].events_per_s
+    overhead = 1 - ours / theirs if theirs else 0
+    print(f"{name:<{width}} arroyo overhead vs hand-written PySpark: {overhead:+.1%}")
+
+
+def header(width: int) -> str:
+    return f"{'query':<{width}} {'engine':<8} {'events/s':>12} {'per core':>12} {'planning ms':>12}"
 
 
 def _ours(
@@ -118,7 +154,7 @@ def run(
     args = parser.parse_args()
     spark = get_or_create_session(SessionSettings(parallelism=args.parallelism))
     width = max(map(len, queries))
-    print(f"{'query':<{width}} {'engine':<8} {'events/s':>12} {'per core':>12}")
+    print(header(width))
     for name, select in queries.items():
         with tempfile.TemporaryDirectory() as tmp:
             sql = (
@@ -133,7 +169,4 @@ def run(
             ours = partial(_ours, spark, program, tmp, args.batch_rows)
             theirs = partial(_theirs, by_hand(spark, name, args), tmp, mode)
             results = compare(ours, theirs, args.batches)
-        for engine, eps in results.items():
-            print(f"{name:<{width}} {engine:<8} {eps:>12,.0f} {eps / args.parallelism:>12,.0f}")
-        overhead = 1 - results["arroyo"] / results["pyspark"] if results["pyspark"] else 0
-        print(f"{name:<{width}} arroyo overhead vs hand-written PySpark: {overhead:+.1%}")
+        print_rows(name, width, results, args.parallelism)
