@@ -86,7 +86,11 @@ class IdleController(controller_pb2_grpc.ControllerServiceServicer):  # type: ig
             state_rows=7,
             state_bytes=3 * 1024 * 1024,
         )
-        sample = controller_pb2.MetricsSample(time_micros=1, operators=[operator])
+        # RocksDB state is not counted in rows (-1): shown as a dash, not as -1 or 0.
+        uncounted = controller_pb2.OperatorMetrics()
+        uncounted.CopyFrom(operator)
+        uncounted.query, uncounted.state_rows = "windows", -1
+        sample = controller_pb2.MetricsSample(time_micros=1, operators=[operator, uncounted])
         return controller_pb2.GetJobMetricsResponse(samples=[sample])
 
     async def SubscribeToOutput(
@@ -254,6 +258,8 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
         expect(page.locator("#d-query")).to_contain_text("INSERT INTO out SELECT counter")
         expect(page.locator("#metrics")).to_contain_text("12.5")
         expect(page.locator("#metrics")).to_contain_text("3.0 MiB")
+        expect(page.locator("#metrics tr", has_text="windows")).to_contain_text("—")
+        expect(page.locator("#metrics tr", has_text="windows")).not_to_contain_text("-1")
         expect(page.get_by_text("No checkpoints yet.")).to_be_visible()
         expect(page.get_by_text("No errors.")).to_be_visible()
 
