@@ -55,6 +55,12 @@ SCALARS: list[tuple[str, list[Any]]] = [
     ("extract(hour FROM ts)", [10, 10, 11]),
     ("to_timestamp(1700000000.5) = TIMESTAMP '2023-11-14 22:13:20.5'", [True] * 3),
     ("row_time() = ts", [True] * 3),
+    # numbers with a point are DOUBLE, as in Arroyo (Spark alone would compute in DECIMAL)
+    ("typeof(0.5 * n)", ["double"] * 3),
+    ("0.5 * n", [3.0, 1.5, 2.5]),
+    ("typeof(1e3)", ["double"] * 3),
+    ("typeof(CAST(1.25 AS DECIMAL(4, 2)))", ["decimal(4,2)"] * 3),
+    ("CAST(-1.25 AS DECIMAL(4, 2)) = -1.25", [True] * 3),
     # regular expressions
     ("regexp_replace(s, '[0-9]', '#')", ["ab-##", "cd-##", "ef"]),
     ("regexp_match(s, '([a-z]+)-([0-9]+)')", [["ab", "12"], ["cd", "34"], None]),

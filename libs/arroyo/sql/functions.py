@@ -172,6 +172,19 @@ _REWRITES: dict[str, Rewrite] = {
 }
 
 
+def _float_literal(node: exp.Literal) -> exp.Expr | None:
+    """``0.908`` as Arroyo reads it: a DOUBLE (DataFusion parses a number with a point or an
+    exponent as Float64), where Spark would make it a DECIMAL and compute in decimals."""
+    if node.is_string or not any(c in node.this for c in ".eE"):
+        return None
+    context = node.parent
+    while isinstance(context, exp.Neg | exp.Paren):
+        context = context.parent
+    if isinstance(context, exp.Cast | exp.Interval):
+        return None  # CAST(1.5 AS DECIMAL(4, 2)) keeps its exact digits; INTERVAL 1.5 SECOND
+    return exp.cast(node.copy(), "DOUBLE")
+
+
 def udf_function_name(name: str) -> str:
     """The name a Python UDF is registered under in Spark."""
     return f"__udf_{name}"
@@ -189,10 +202,14 @@ def translate(
     the registered ``__udf_f(x)`` (so that no Spark built-in can shadow a UDF), and an aggregate's
     ``f(x, y)`` becomes ``__udf_f(collect_list(struct(x, y)))`` (``collect_list(x)`` for one
     argument)."""
-    nodes = root.find_all(exp.Anonymous, exp.JSONBContainsTopKey, exp.UnixToTime, exp.Count)
+    nodes = root.find_all(
+        exp.Anonymous, exp.JSONBContainsTopKey, exp.UnixToTime, exp.Count, exp.Literal
+    )
     for node in list(nodes):
         replacement: exp.Expr | None = None
-        if isinstance(node, exp.Count):
+        if isinstance(node, exp.Literal):
+            replacement = _float_literal(node)
+        elif isinstance(node, exp.Count):
             distinct = node.this
             if isinstance(distinct, exp.Distinct) and node.find_ancestor(exp.Window) is None:
                 # Spark runs no DISTINCT aggregate on a stream; a set of the values is one.
