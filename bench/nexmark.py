@@ -93,16 +93,15 @@ def _queries(engine: str, args: argparse.Namespace, spark: Any, tmp: Path) -> li
     from nexmark_spark import QUERIES as BY_HAND
     from pyspark.sql import functions as F
 
-    from arroyo.connectors.nexmark_generator import nexmark_columns
+    from arroyo.connectors.nexmark_generator import nexmark_stream
 
-    numbers = (
-        spark.readStream.format("rate-micro-batch")
-        .option("rowsPerBatch", args.batch_rows)
-        .option("numPartitions", args.parallelism)
-        .load()
-    )
-    now_ms = int(time.time() * 1000)
-    events = numbers.select(*nexmark_columns(F.col("value"), now_ms, args.rate))
+    events = nexmark_stream(
+        spark,
+        event_rate=args.rate,
+        start_ms=int(time.time() * 1000),
+        partitions=args.parallelism,
+        rows_per_batch=args.batch_rows,
+    ).select("person", "auction", "bid", F.col("_source_time").alias("_timestamp"))
     df, mode = BY_HAND[args.query](events.withWatermark("_timestamp", "1 second"))
     return [
         df.writeStream.format("noop")
@@ -113,6 +112,11 @@ def _queries(engine: str, args: argparse.Namespace, spark: Any, tmp: Path) -> li
     ]
 
 
+def _offset(offset: dict[str, int] | None) -> int:
+    """An offset of the nexmark source (``n``, the next event) or Spark's rate source."""
+    return int((offset or {}).get("n", (offset or {}).get("offset", 0)))
+
+
 def _events(progress: Any) -> int:
     """Events a batch read, from its source offsets: a query that reads the events twice (q7's
     and q8's two aggregates) counts each row once per read in ``numInputRows``."""
@@ -120,7 +124,7 @@ def _events(progress: Any) -> int:
     for source in progress.sources:
         start = json.loads(source.startOffset) if source.startOffset else None
         end = json.loads(source.endOffset) if source.endOffset else None
-        read = max(read, (end or {}).get("offset", 0) - (start or {}).get("offset", 0))
+        read = max(read, _offset(end) - _offset(start))
     return read
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from arroyo.connectors.nexmark_generator import nexmark_columns
+from arroyo.connectors.nexmark_generator import nexmark_batch
 from arroyo.engine.session import SessionSettings, get_or_create_session
 
 # 2026-01-01T00:00:00Z: a fixed start, so a Parquet file is the same whenever it is written.
@@ -37,8 +37,9 @@ MANIFEST = "nexmark.json"
 
 def generated(spark: SparkSession, events: int, rate: float, partitions: int) -> DataFrame:
     """The first ``events`` Nexmark events as a batch DataFrame."""
-    numbers = spark.range(0, events, numPartitions=partitions)
-    return numbers.select(*nexmark_columns(F.col("id"), BASE_TIME_MS, rate))
+    return nexmark_batch(
+        spark, event_rate=rate, start_ms=BASE_TIME_MS, total=events, partitions=partitions
+    ).withColumnRenamed("_source_time", "_timestamp")
 
 
 def write_parquet(

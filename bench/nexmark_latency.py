@@ -9,9 +9,10 @@ Two pipelines run through our planner and runner, each at each rate, into a blac
 - ``tumble``: bids counted per auction in 1-second tumbling windows.
 
 The ``nexmark`` source at its rate makes event ``n`` readable at its event time (to the
-millisecond: arroyo.connectors.clock), so an event's end-to-end latency is the time from its
-event time to the moment the micro-batch that carried it was committed (the sink has written
-its rows by then): every event of every batch after the first ``--warmup`` seconds counts.
+millisecond: arroyo.connectors.nexmark_generator), so an event's end-to-end latency is the
+time from its event time to the moment the micro-batch that carried it was committed (the sink
+has written its rows by then): every event of every batch after the first ``--warmup`` seconds
+counts.
 For the windows, the delay is from the watermark passing a window's end (in wall-clock time,
 when the event that moves it there becomes readable: the end plus the table's watermark delay)
 to the commit of the batch that emitted the window's rows.
@@ -90,7 +91,7 @@ def _committed_ms(p: Any) -> float:
 
 
 def _offset(text: str | None) -> int:
-    """A clock source offset; the first batch starts from none (event 0)."""
+    """A nexmark source offset; the first batch starts from none (event 0)."""
     parsed = json.loads(text) if text else None
     return int(parsed["n"]) if parsed else 0
 

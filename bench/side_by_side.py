@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
-from arroyo.connectors.nexmark_generator import nexmark_columns
+from arroyo.connectors.nexmark_generator import nexmark_stream
 from arroyo.engine.runner import PipelineRunner
 from arroyo.engine.session import SessionSettings, get_or_create_session
 from arroyo.sql.planner import Planner
@@ -34,13 +34,13 @@ ByHand = Callable[[SparkSession, str, argparse.Namespace], DataFrame]
 def hand_bids(spark: SparkSession, args: argparse.Namespace) -> DataFrame:
     """Nexmark bids from the same generator Arroyo uses, with event time and a watermark (as
     every Arroyo table has)."""
-    events = (
-        spark.readStream.format("rate-micro-batch")
-        .option("rowsPerBatch", args.batch_rows)
-        .option("numPartitions", args.parallelism)
-        .load()
-    )
-    nexmark = events.select(*nexmark_columns(F.col("value"), int(time.time() * 1000), args.rate))
+    nexmark = nexmark_stream(
+        spark,
+        event_rate=args.rate,
+        start_ms=int(time.time() * 1000),
+        partitions=args.parallelism,
+        rows_per_batch=args.batch_rows,
+    ).select("person", "auction", "bid", F.col("_source_time").alias("_timestamp"))
     return nexmark.withWatermark("_timestamp", "1 second").filter("bid IS NOT NULL")
 
 

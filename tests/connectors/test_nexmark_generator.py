@@ -1,17 +1,18 @@
-"""The Nexmark generator as Spark Column expressions (arroyo.connectors.nexmark_generator)."""
+"""The Nexmark generator, a Spark data source in Java (arroyo.connectors.nexmark_generator)."""
 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 import pytest
 
 pytest.importorskip("pyspark")
 
-from arroyo.connectors import nexmark_generator as nx
-from arroyo.connectors.nexmark_generator import NEXMARK_DDL, nexmark_columns
+from arroyo.connectors.nexmark_generator import NEXMARK_DDL, nexmark_batch, nexmark_stream
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -22,6 +23,46 @@ N = 50_000  # a multiple of 50
 BASE_MS = 1_700_000_000_000
 EPS = 10_000.0  # one event every 100 microseconds
 
+# What the events must follow: Beam's NexmarkConfiguration and generators (as Arroyo's port).
+nx = SimpleNamespace(
+    FIRST_NAMES=(
+        "Peter", "Paul", "Luke", "John", "Saul", "Vicky", "Kate", "Julie", "Sarah", "Deiter",
+        "Walter",
+    ),
+    LAST_NAMES=(
+        "Shultz", "Abrams", "Spencer", "White", "Bartels", "Walton", "Smith", "Jones", "Noris",
+    ),
+    US_CITIES=(
+        "Phoenix", "Los Angeles", "San Francisco", "Boise", "Portland", "Bend", "Redmond",
+        "Seattle", "Kent", "Cheyenne",
+    ),
+    US_STATES=("AZ", "CA", "ID", "OR", "WA", "WY"),
+    HOT_CHANNELS=("Google", "Facebook", "Baidu", "Apple"),
+    HOT_URLS=(
+        "https://www.nexmark.com/abo/eoci/cidro/item.htm?query=1",
+        "https://www.nexmark.com/eoax/oad/cidro/item.htm?query=1",
+        "https://www.nexmark.com/abo/jack/cidro/item.htm?query=1",
+        "https://www.nexmark.com/abo/micah/cidro/item.htm?query=1",
+    ),
+    CHANNELS_NUMBER=10_000,
+    NUM_IN_FLIGHT_AUCTIONS=100,
+    AUCTION_ID_LEAD=10,
+    NUM_ACTIVE_PEOPLE=1000,
+    PERSON_ID_LEAD=10,
+)  # fmt: skip
+
+
+def _numbered(df: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as sf
+
+    return df.select(
+        sf.col("_event_number").alias("n"),
+        "person",
+        "auction",
+        "bid",
+        sf.col("_source_time").alias("_timestamp"),
+    )
+
 
 def _generate(
     spark: SparkSession,
@@ -31,13 +72,19 @@ def _generate(
     partitions: int = 2,
     base_ms: int = BASE_MS,
     eps: float = EPS,
+    seed: int = 0,
 ) -> DataFrame:
-    from pyspark.sql import functions as sf
-
-    n = sf.col("id")
-    return spark.range(start, end, 1, partitions).select(
-        n.alias("n"), *nexmark_columns(n, base_ms, eps)
+    events = nexmark_batch(
+        spark,
+        event_rate=eps,
+        start_ms=base_ms,
+        first=start,
+        total=end,
+        partitions=partitions,
+        seed=seed,
+        event_number=True,
     )
+    return _numbered(events)
 
 
 @pytest.fixture(scope="module")
@@ -246,28 +293,43 @@ def test_same_event_numbers_give_the_same_events(spark: SparkSession, events: Da
     assert middle.count() == 400
 
 
-def test_on_a_rate_micro_batch_stream(spark: SparkSession) -> None:
-    from pyspark.sql import functions as sf
-
-    source = (
-        spark.readStream.format("rate-micro-batch")
-        .option("rowsPerBatch", 500)
-        .option("numPartitions", 2)
-        .load()
+def test_another_seed_gives_other_events(spark: SparkSession, events: DataFrame) -> None:
+    other = _generate(spark, 0, 5_000, seed=7)
+    same_kind = (
+        other.alias("other")
+        .join(events.alias("events"), "n")
+        .filter("other.bid IS NOT NULL AND events.bid IS NOT NULL")
     )
-    stream = source.select(
-        sf.col("value").alias("n"), *nexmark_columns(sf.col("value"), BASE_MS, EPS)
+    assert same_kind.count() == 46 * 5_000 // 50
+    assert same_kind.filter("other.bid.price != events.bid.price").count() > 4_000
+
+
+def test_a_stream_gives_the_same_events_then_end_of_input_markers(spark: SparkSession) -> None:
+    stream = nexmark_stream(
+        spark, event_rate=EPS, start_ms=BASE_MS, partitions=2, rows_per_batch=400, total=1_000
     )
     query = (
         stream.writeStream.format("memory")
         .queryName("nexmark_generator_test")
-        .trigger(availableNow=True)
+        .trigger(processingTime="0 seconds")
         .start()
     )
     try:
-        assert query.awaitTermination(120)
+        deadline = time.monotonic() + 120
+        while not spark.table("nexmark_generator_test").filter("_eoi").count():
+            assert query.isActive, query.exception()
+            assert time.monotonic() < deadline, "no end-of-input marker"
+            time.sleep(0.2)
     finally:
         query.stop()
     streamed = spark.table("nexmark_generator_test")
-    assert streamed.count() == 500
-    assert streamed.exceptAll(_generate(spark, 0, 500)).count() == 0
+    # Batches of 400 events, the last cut at the total, then markers one at a time.
+    sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    assert sizes[:3] == [400, 400, 200] and set(sizes[3:]) <= {1}, sizes
+    events = streamed.filter("NOT _eoi").drop("_eoi")
+    events = events.withColumnRenamed("_source_time", "_timestamp")
+    expected = _generate(spark, 0, 1_000).drop("n")
+    assert events.count() == 1_000
+    assert events.exceptAll(expected).count() == 0
+    markers = streamed.filter("_eoi")
+    assert markers.filter("coalesce(person.id, auction.id, bid.auction) IS NOT NULL").count() == 0

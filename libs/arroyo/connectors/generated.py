@@ -1,4 +1,4 @@
-"""Generated streams (impulse, nexmark): event numbers made by Spark's rate sources in the JVM."""
+"""Generated streams (impulse): event numbers made by Spark's rate sources in the JVM."""
 
 from __future__ import annotations
 
@@ -16,31 +16,16 @@ def event_numbers(
     ctx: ReadContext,
     events_per_second: float,
     total: int | None,
-    *,
-    readable_at_event_time: bool = False,
 ) -> DataFrame:
     """``value`` (0, 1, 2, ...) at the given rate; after ``total`` events, every row is an
     end-of-input marker (``_eoi``), so a run resumed after the end sees the end again.
 
-    Normally Spark's ``rate`` source paces the events (a second at a time). With
-    ``readable_at_event_time`` event ``n`` becomes readable at ``start_time_ms(...) + n / rate``,
-    its event time, to the millisecond (arroyo.connectors.clock), so that latency is measurable.
-    When the run caps its batches (tests that stop part-way, throughput benchmarks)
+    Normally Spark's ``rate`` source paces the events (a second at a time). When the run caps
+    its batches (tests that stop part-way, throughput benchmarks)
     ``rate-micro-batch`` gives fixed-size, time-independent batches instead.
     """
     reader = ctx.spark.readStream
-    if readable_at_event_time and not ctx.max_records_per_batch:
-        from arroyo.connectors.clock import NAME, register_clock
-
-        register_clock(ctx.spark)
-        df = (
-            reader.format(NAME)
-            .option("start_ms", start_time_ms(ctx.state_dir))
-            .option("rate", events_per_second)
-            .option("partitions", ctx.parallelism)
-            .load()
-        )
-    elif ctx.max_records_per_batch:
+    if ctx.max_records_per_batch:
         df = (
             reader.format("rate-micro-batch")
             .option("rowsPerBatch", ctx.max_records_per_batch)

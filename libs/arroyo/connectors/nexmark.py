@@ -37,12 +37,12 @@ BID = (
 
 class NexmarkConnector(Connector):
     """Source. One of ``person``, ``auction``, ``bid`` is set per event (1:3:46). Events are a
-    pure function of their number and the first start time, so replays are identical; every
-    expression runs in the JVM. At its rate (no batch cap), event ``n`` becomes readable at its
-    event time, to the millisecond (arroyo.connectors.clock: only the event numbers come from
-    Python, as Arrow batches), so latency from event time to sink is the pipeline's own.
-    Batch-capped (tests, throughput benchmarks), Spark's ``rate-micro-batch`` gives the
-    numbers, as fast as the pipeline takes them."""
+    pure function of their number and the first start time, so replays are identical; they are
+    built in the JVM by a Spark data source in Java (arroyo.connectors.nexmark_generator). At
+    its rate (no batch cap), event ``n`` becomes readable at its event time, to the
+    millisecond, so latency from event time to sink is the pipeline's own. Batch-capped
+    (tests, throughput benchmarks), batches are that many events, as fast as the pipeline
+    takes them."""
 
     name = "nexmark"
     description = "Nexmark auction events"
@@ -62,14 +62,15 @@ class NexmarkConnector(Connector):
         return options.runtime is not None
 
     def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
-        from pyspark.sql import functions as F
-
-        from arroyo.connectors.generated import event_numbers, start_time_ms
-        from arroyo.connectors.nexmark_generator import nexmark_columns
+        from arroyo.connectors.generated import start_time_ms
+        from arroyo.connectors.nexmark_generator import nexmark_stream
 
         opts = NexmarkOptions.model_validate(table.options)
-        total = round(opts.event_rate * opts.runtime) if opts.runtime else None
-        events = event_numbers(ctx, opts.event_rate, total, readable_at_event_time=True)
-        cols = nexmark_columns(F.col("value"), start_time_ms(ctx.state_dir), opts.event_rate)
-        *fields, event_time = cols
-        return events.select(*fields, event_time.alias("_source_time"), F.col("_eoi"))
+        return nexmark_stream(
+            ctx.spark,
+            event_rate=opts.event_rate,
+            start_ms=start_time_ms(ctx.state_dir),
+            partitions=ctx.parallelism,
+            rows_per_batch=ctx.max_records_per_batch,
+            total=round(opts.event_rate * opts.runtime) if opts.runtime else None,
+        )

@@ -1,4 +1,5 @@
-"""JVM jars that the pyspark wheel does not carry: Spark's Kafka and Avro connectors.
+"""JVM jars that the pyspark wheel does not carry: Spark's Kafka and Avro connectors, and our
+own Java (``libs/arroyo/java``: the Nexmark generator, a Spark data source).
 
 They are resolved from Maven Central once, at setup (``scripts/setup`` runs ``python -m
 arroyo.engine.jars``), with the Ivy that ships inside pyspark, into ``jar_dir()``; every
@@ -7,15 +8,22 @@ SparkSession then loads them from there, so a run needs no network.
 Versions: Maven Central has no 4.3.0 builds of these connectors, so they are the newest builds
 there. They run on Spark 4.3 because they use only its data source APIs; the Kafka and Avro
 tests exercise them on every run.
+
+Our Java is compiled with the JDK's ``javac`` against pyspark's jars, at setup or at the first
+session after its sources change, into a jar named by the sources' hash (so a stale build is
+never loaded). Spark ships the jar to its executors like the connectors'.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 SPARK_PACKAGES: tuple[str, ...] = (
@@ -106,10 +114,62 @@ def fetch_spark_jars(packages: tuple[str, ...] = SPARK_PACKAGES) -> list[Path]:
 
 
 def spark_jars() -> list[Path]:
-    """The connector jars this environment has (none before setup fetched them)."""
-    return sorted(jar_dir().glob("*.jar"))
+    """The jars every session loads: the connectors this environment has (none before setup
+    fetched them) and our own, compiled now if its sources changed."""
+    return [*sorted(jar_dir().glob("*.jar")), arroyo_jar()]
+
+
+def java_sources() -> list[Path]:
+    return sorted((Path(__file__).parent.parent / "java").rglob("*.java"))
+
+
+def arroyo_jar() -> Path:
+    """Our Java classes as a jar, compiled once per version of their sources."""
+    sources = java_sources()
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.name.encode())
+        digest.update(source.read_bytes())
+    jar = Path(sys.prefix) / "share" / "arroyo" / "java" / f"arroyo-{digest.hexdigest()[:16]}.jar"
+    if jar.exists():
+        return jar
+    javac = shutil.which("javac") or _javac_beside_java()
+    if javac is None:
+        raise JarResolutionError(
+            "javac (a JDK) is needed to build Arroyo's Java classes: run scripts/setup, which "
+            "installs one, or install a JDK 17 or later"
+        )
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=jar.parent) as tmp:
+        classes = Path(tmp) / "classes"
+        command = [
+            javac, "-nowarn", "-Xlint:none", "--release", "17", "-encoding", "UTF-8",
+            "-d", str(classes), "-cp", str(_pyspark_jars() / "*"), *map(str, sources),
+        ]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise JarResolutionError(f"javac failed:\n{done.stdout}{done.stderr}")
+        staged = Path(tmp) / jar.name
+        with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\n\r\n")
+            for cls in sorted(classes.rglob("*.class")):
+                zf.write(cls, cls.relative_to(classes).as_posix())
+        # Atomic: processes starting together each build, and the last rename wins.
+        os.replace(staged, jar)
+    for old in jar.parent.glob("arroyo-*.jar"):
+        if old != jar:
+            old.unlink(missing_ok=True)
+    return jar
+
+
+def _javac_beside_java() -> str | None:
+    java = shutil.which("java")
+    if java is None:
+        return None
+    candidate = Path(os.path.realpath(java)).parent / "javac"
+    return str(candidate) if candidate.exists() else None
 
 
 if __name__ == "__main__":
-    for jar in fetch_spark_jars():
+    for jar in [*fetch_spark_jars(), arroyo_jar()]:
         print(jar)

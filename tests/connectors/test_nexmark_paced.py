@@ -1,5 +1,5 @@
 """The paced ``nexmark`` source: each event readable at its event time, none read before it,
-none skipped or read twice across a stop and resume (arroyo.connectors.clock)."""
+none skipped or read twice across a stop and resume (libs/arroyo/java/arroyo/nexmark)."""
 
 from __future__ import annotations
 
