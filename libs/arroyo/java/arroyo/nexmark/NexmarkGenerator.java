@@ -25,6 +25,10 @@ import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter;
  * nextExtra), so there are 128 base URLs shared by the 10,000 channels (Beam draws one per
  * channel). A channel's URL carries "&channel_id=N" (as Arroyo's) in 9 channels of 10, and the
  * hot channels' URLs are Arroyo's fixed four. Times are to the microsecond.
+ *
+ * <p>Thread safety: an instance is immutable once built and is shared by every task thread of an
+ * executor (NexmarkSource.Reader caches one per configuration); {@link #write} keeps all of its
+ * scratch state in locals and in the caller's row writers.
  */
 final class NexmarkGenerator {
   static final int TOTAL_PROPORTION = 50; // 1 person : 3 auctions : 46 bids
@@ -92,7 +96,6 @@ final class NexmarkGenerator {
   private final byte[][] bidExtras;
   private final byte[][] channels; // "channel-N" for N < CHANNELS_NUMBER
   private final byte[][] channelUrls;
-  private final byte[] creditCard = new byte[19];
 
   NexmarkGenerator(long seed, long baseMillis, double eventsPerSecond) {
     if (!(eventsPerSecond > 0)) {
@@ -235,6 +238,9 @@ final class NexmarkGenerator {
       person.write(0, FIRST_PERSON_ID + epoch);
       person.write(1, fullNames[(int) (bits(h1, 0, 16) % fullNames.length)]);
       person.write(2, emails[(int) ((bits(h1, 48, 9) << 7) | bits(h3, 0, 7))]);
+      // A buffer of its own per person event (1 in 50): one generator serves every task
+      // thread of an executor, so no field of it may be written while generating.
+      byte[] creditCard = new byte[19];
       for (int i = 0; i < 4; i++) {
         int digits = (int) (bits(h2, 16 * i, 16) % 10_000);
         for (int j = 3; j >= 0; j--) {
