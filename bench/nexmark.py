@@ -255,6 +255,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=int, default=60, help="latency mode: per run")
     parser.add_argument("--warmup", type=int, default=15, help="latency mode: not counted")
     parser.add_argument("--trigger-ms", type=int, default=0, help="latency mode")
+    parser.add_argument(
+        "--real-time",
+        type=int,
+        default=60,
+        metavar="SECONDS",
+        help="latency mode: also the stateless query in Spark's real-time mode into Kafka, "
+        "checkpointing every SECONDS (0: not run)",
+    )
     parser.add_argument("--run-one", choices=("arroyo", "spark"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.batch_rows = args.batch_rows or max(1, args.events // 20)

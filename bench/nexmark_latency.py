@@ -17,9 +17,18 @@ For the windows, the delay is from the watermark passing a window's end (in wall
 when the event that moves it there becomes readable: the end plus the table's watermark delay)
 to the commit of the batch that emitted the window's rows.
 
-Spark's real-time mode does not apply: it reads only from Kafka, and our generator is not
-Kafka; the micro-batch trigger is ``--trigger-ms`` (0: the next batch starts as soon as the last
-one ends).
+The micro-batch trigger is ``--trigger-ms`` (0: the next batch starts as soon as the last one
+ends).
+
+``--real-time SECONDS`` (default 60; 0 skips it) also runs the stateless query in Spark's
+real-time mode (our runner's ``real_time_batch_ms``; the nexmark source implements Spark's
+real-time reads): long-running tasks hand each event on as its event time comes, and offsets
+are checkpointed every SECONDS. Its sink is Kafka (a broker started here, from
+arroyo.testing.kafka), since real-time mode writes only to Kafka among real sinks; the topic
+stamps each record with the broker's clock as it appends it (``LogAppendTime``), so an event's
+latency is that stamp minus its event time: to the moment it is in the sink, every record of
+the run after the warm-up. The tumble is not run so: a window that emits once when it closes
+is a stateful append-mode query, which real-time mode (update mode only) cannot run.
 """
 
 from __future__ import annotations
@@ -28,7 +37,7 @@ import argparse
 import json
 import tempfile
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +93,79 @@ def _run(query: str, rate: int, args: argparse.Namespace) -> tuple[list[Any], in
         start_ms = int(json.loads(marker.read_text())["start_time_ms"])
     delay_ms = program.sources[0].watermark_delay_ms
     return [batches[k] for k in sorted(batches)], start_ms, delay_ms
+
+
+def _run_real_time(rate: int, args: argparse.Namespace, broker: Any) -> np.ndarray:
+    """The stateless query in real-time mode into a Kafka topic for ``args.seconds``; returns
+    each record's latency (ms: broker append time minus event time) after the warm-up."""
+    from arroyo.engine.runner import PipelineRunner
+    from arroyo.engine.session import SessionSettings, get_or_create_session
+    from arroyo.sql.planner import Planner
+
+    spark = get_or_create_session(SessionSettings(parallelism=args.parallelism))
+    topic = f"latency-{rate}-{int(time.time())}"
+    broker.create_topic(topic, args.parallelism, config={"message.timestamp.type": "LogAppendTime"})
+    with tempfile.TemporaryDirectory() as tmp:
+        sql = (
+            f"CREATE TABLE nexmark WITH (connector = 'nexmark', event_rate = '{rate}');\n"
+            f"CREATE TABLE sink WITH (connector = 'kafka', type = 'sink', format = 'json', "
+            f"bootstrap_servers = '{broker.bootstrap_servers}', topic = '{topic}');\n"
+            f"INSERT INTO sink {QUERIES['stateless']};"
+        )
+        program = Planner(spark, parallelism=args.parallelism, state_dir=Path(tmp)).plan(sql)
+        runner = PipelineRunner(
+            spark, program, Path(tmp) / "state", real_time_batch_ms=args.real_time * 1000
+        )
+        runner.start()
+        counted_from_ms = (time.time() + args.warmup) * 1000
+        deadline = time.monotonic() + args.warmup + args.seconds
+        (q,) = runner.queries
+        while time.monotonic() < deadline:
+            if not q.isActive:
+                raise SystemExit(f"real-time at {rate}/s failed: {q.exception()}")
+            time.sleep(1)
+        runner.stop()
+        runner.wait(args.real_time + 60)
+    return _append_latencies(broker, topic, counted_from_ms)
+
+
+def _append_latencies(broker: Any, topic: str, counted_from_ms: float) -> np.ndarray:
+    """Every record's append time minus the ``datetime`` it carries, for events from
+    ``counted_from_ms`` on."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": f"latency-{topic}",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        ends = {
+            p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1]
+            for p in partitions
+        }
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in ends])
+        left = sum(ends.values())
+        appended, events = [], []
+        marker = b'"datetime":"'
+        while left > 0:
+            for message in consumer.consume(10_000, timeout=5):
+                if message.error() is not None:
+                    continue
+                left -= 1
+                value = message.value()
+                at = value.index(marker) + len(marker)
+                when = datetime.fromisoformat(value[at : value.index(b'"', at)].decode())
+                events.append(when.replace(tzinfo=UTC).timestamp() * 1000)
+                appended.append(message.timestamp()[1])
+    finally:
+        consumer.close()
+    event_ms, append_ms = np.asarray(events), np.asarray(appended, dtype=np.float64)
+    counted = event_ms >= counted_from_ms
+    return append_ms[counted] - event_ms[counted]
 
 
 def _committed_ms(p: Any) -> float:
@@ -168,6 +250,22 @@ def main(args: argparse.Namespace) -> None:
             results[f"{query}@{rate}"] = figures
             if args.json:
                 args.json.write_text(json.dumps({"latency": results}, indent=2))
+    if args.real_time:
+        from arroyo.testing.kafka import KafkaBroker
+
+        with tempfile.TemporaryDirectory() as tmp, KafkaBroker.start(Path(tmp)) as broker:
+            for rate in rates:
+                lat = _run_real_time(rate, args, broker)
+                results[f"stateless-real-time@{rate}"] = {
+                    "events_per_s": rate,
+                    "latency_p50_ms": _pct(lat, 50),
+                    "latency_p99_ms": _pct(lat, 99),
+                    "latency_max_ms": float(lat.max()) if lat.size else None,
+                    "checkpoint_every_s": args.real_time,
+                }
+                print(f"{'real-time':<9} {rate:>8,}/s  end to end {_fmt(lat)}", flush=True)
+                if args.json:
+                    args.json.write_text(json.dumps({"latency": results}, indent=2))
 
 
 def _fmt(values: np.ndarray) -> str:

@@ -126,3 +126,18 @@ def test_sigint_stops_with_checkpoint_and_run_resumes(tmp_path: Path) -> None:
         seen = [json.loads(line)["counter"] for line in out.read_text().splitlines()]
         assert len(seen) > before
     assert seen == list(range(len(seen))), "output lost or repeated across the restart"
+
+
+@pytest.mark.spark
+def test_run_real_time_refuses_a_window_naming_the_sink(tmp_path: Path) -> None:
+    query = tmp_path / "q.sql"
+    query.write_text(
+        "CREATE TABLE bids WITH (connector = 'nexmark', event_rate = '100');\n"
+        "CREATE TABLE counts WITH (connector = 'blackhole');\n"
+        "INSERT INTO counts SELECT tumble(interval '1 second') AS window, count(*) AS n "
+        "FROM bids GROUP BY 1;\n"
+    )
+    result = _run(["run", "--real-time", "5", str(query)])
+    assert result.returncode == 1
+    assert "error[real_time_unsupported]" in result.stderr
+    assert "'counts'" in result.stderr

@@ -49,6 +49,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="checkpoints live here; run again with it to resume "
         "(default: a fresh temporary directory)",
     )
+    run.add_argument(
+        "--real-time",
+        type=float,
+        metavar="SECONDS",
+        help="Spark's real-time mode: each row reaches the sink as it arrives, and a checkpoint "
+        "is taken every SECONDS (stateless queries from Kafka or nexmark into Kafka)",
+    )
     sub.add_parser(
         "migrate", parents=[config_option], help="create or update the control plane's database"
     )
@@ -77,7 +84,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             udfs = load(args.udfs.read_text(), str(args.udfs))
         if args.command == "validate":
             return _validate(sql, args.parallelism, udfs)
-        return _run(sql, args.parallelism, args.state_dir, udfs)
+        real_time_ms = None if args.real_time is None else max(1, round(args.real_time * 1000))
+        return _run(sql, args.parallelism, args.state_dir, udfs, real_time_ms)
     except PlanningError as err:
         for d in err.diagnostics:
             print(d.render(source_name), file=sys.stderr)
@@ -147,7 +155,13 @@ def describe(program: PipelineProgram) -> str:
     return "\n".join(lines)
 
 
-def _run(sql: str, parallelism: int, state_dir: Path | None, udfs: UdfLibrary | None) -> int:
+def _run(
+    sql: str,
+    parallelism: int,
+    state_dir: Path | None,
+    udfs: UdfLibrary | None,
+    real_time_ms: int | None = None,
+) -> int:
     from arroyo.engine.runner import PipelineRunner, Progress
 
     started = time.monotonic()
@@ -165,7 +179,9 @@ def _run(sql: str, parallelism: int, state_dir: Path | None, udfs: UdfLibrary | 
             )
             sys.stderr.flush()
 
-    runner = PipelineRunner(spark, program, state, on_progress=show)
+    runner = PipelineRunner(
+        spark, program, state, on_progress=show, real_time_batch_ms=real_time_ms
+    )
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         runner.stop()

@@ -9,6 +9,7 @@ micro-batch is a checkpoint: running again on the same state directory resumes a
 from __future__ import annotations
 
 import queue
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.listener import (
     QueryIdleEvent,
     QueryProgressEvent,
@@ -26,6 +27,7 @@ from pyspark.sql.streaming.listener import (
     StreamingQueryListener,
 )
 from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from arroyo.connectors import WriteContext, connector
 from arroyo.connectors.sinks import wait_for_batches
@@ -49,6 +51,12 @@ from arroyo.udfs import register as register_udfs
 log = structlog.get_logger(__name__)
 
 _POLL_SECONDS = 0.05
+# Logical plan nodes that keep state across rows, as the analysed plan prints them.
+_STATEFUL_NODE = re.compile(
+    r"^[\s:+\-!]*(Aggregate|Join|Deduplicate\w*|FlatMapGroupsWithState|TransformWithState\w*"
+    r"|Window|SessionWindowing\w*)\b",
+    re.MULTILINE,
+)
 _GRACEFUL_STOP_SECONDS = 30.0
 
 
@@ -134,7 +142,9 @@ class PipelineRunner:
 
     ``max_records_per_batch`` caps source batches (tests use it to stop part-way), and
     ``stop_after_batches`` makes ``wait`` return, stopping gracefully, once some query has
-    committed that many batches in this run.
+    committed that many batches in this run. ``real_time_batch_ms`` runs the queries in Spark's
+    real-time mode (rows reach the sink as they arrive; a checkpoint every so many ms) instead of
+    micro-batches every ``trigger_interval_ms``.
     """
 
     def __init__(
@@ -148,6 +158,7 @@ class PipelineRunner:
         on_progress: Callable[[Progress], None] | None = None,
         on_batch: Callable[[BatchReport], None] | None = None,
         trigger_interval_ms: int = 0,
+        real_time_batch_ms: int | None = None,
     ) -> None:
         self.spark = spark
         self.program = program
@@ -157,6 +168,7 @@ class PipelineRunner:
         self.on_progress = on_progress
         self.on_batch = on_batch
         self.trigger_interval_ms = trigger_interval_ms
+        self.real_time_batch_ms = real_time_batch_ms
         self.progress = Progress()
         self._watched: list[_Watched] = []
         self._stop_requested = threading.Event()
@@ -173,8 +185,15 @@ class PipelineRunner:
             library = load_udfs(self.program.udfs, self.program.udfs_path or "<udfs>")
             register_udfs(self.spark, library)
         register(self.spark, self.program, self.settings)
-        for index, spec in enumerate(self.program.queries):
-            self._watched.append(self._start_query(index, spec))
+        try:
+            for index, spec in enumerate(self.program.queries):
+                self._watched.append(self._start_query(index, spec))
+        except Exception:
+            # A query refused at start leaves none of the pipeline's others running.
+            for w in self._watched:
+                w.query.stop()
+            self.spark.streams.removeListener(self._listener)
+            raise
 
     def _start_query(self, index: int, spec: SinkQuery) -> _Watched:
         sink = spec.sink
@@ -203,15 +222,49 @@ class PipelineRunner:
             writer = df.writeStream.foreachBatch(per_batch)
         else:
             writer = conn.write(context, df, sink)
-        query = (
+        writer = (
             writer.option("checkpointLocation", str(query_dir / "checkpoint"))
             .outputMode(spec.output_mode)
             .queryName(f"{sink.name}_{index}")
-            .trigger(processingTime=f"{self.trigger_interval_ms} milliseconds")
-            .start()
         )
+        if self.real_time_batch_ms is None:
+            query = writer.trigger(
+                processingTime=f"{self.trigger_interval_ms} milliseconds"
+            ).start()
+        else:
+            query = self._start_real_time(writer, df, spec)
         log.info("query_started", sink=sink.name, query_id=str(query.id))
         return _Watched(spec, query, sources)
+
+    def _start_real_time(
+        self, writer: DataStreamWriter, df: DataFrame, spec: SinkQuery
+    ) -> StreamingQuery:
+        """Spark's real-time mode: long-running tasks pass each row on as it arrives, and
+        offsets are committed every ``real_time_batch_ms``. It takes only Spark's update mode,
+        which for a stateless query gives the same rows as append; a window or join emitting
+        once in append mode would become updates, so those are refused rather than changed.
+        Spark itself refuses (naming them) sources, operators and sinks it cannot run so."""
+        from pyspark.errors import PySparkException
+
+        stateful = _STATEFUL_NODE.search(df._jdf.queryExecution().analyzed().toString())
+        if spec.output_mode == "append" and stateful:
+            raise JobFailedError(
+                f"real-time mode runs stateless queries; the query into {spec.sink.name!r} has "
+                f"a stateful operator ({stateful[1]}): run it with micro-batches",
+                code="real_time_unsupported",
+            )
+        batch = f"{self.real_time_batch_ms} milliseconds"
+        try:
+            # pyspark's type stubs do not list the realTime trigger yet.
+            real_time = writer.outputMode("update").trigger(realTime=batch)  # type: ignore[call-overload]
+            query: StreamingQuery = real_time.start()
+            return query
+        except PySparkException as err:
+            message = str(err).split(" SQLSTATE")[0]
+            raise JobFailedError(
+                f"real-time mode cannot run the query into {spec.sink.name!r}: {message}",
+                code="real_time_unsupported",
+            ) from err
 
     @property
     def queries(self) -> list[StreamingQuery]:

@@ -19,8 +19,11 @@ import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
 import org.apache.spark.sql.connector.read.streaming.Offset;
+import org.apache.spark.sql.connector.read.streaming.PartitionOffset;
 import org.apache.spark.sql.connector.read.streaming.ReadLimit;
 import org.apache.spark.sql.connector.read.streaming.SupportsAdmissionControl;
+import org.apache.spark.sql.connector.read.streaming.SupportsRealTimeMode;
+import org.apache.spark.sql.connector.read.streaming.SupportsRealTimeRead;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
@@ -46,6 +49,12 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  *
  * <p>Streaming offsets are event numbers ({@code {"n": 123}}), so a restarted query replays
  * exactly the events it read before.
+ *
+ * <p>Real-time mode ({@code trigger(realTime=...)}, paced streams only): each of the
+ * {@code partitions} long-running tasks reads every {@code partitions}-th event, each as soon as
+ * its event time comes, and reports it with its event time as its arrival time. The offset is
+ * then the next event of each task ({@code {"next": [124, 125]}}), so a batch cut at any moment
+ * resumes exactly. A checkpoint written in one mode is not read in the other.
  */
 public final class NexmarkSource implements TableProvider {
   static final StructType SCHEMA = StructType.fromDDL(
@@ -208,7 +217,8 @@ public final class NexmarkSource implements TableProvider {
     }
   }
 
-  static final class Stream implements MicroBatchStream, SupportsAdmissionControl {
+  static final class Stream
+      implements MicroBatchStream, SupportsAdmissionControl, SupportsRealTimeMode {
     private final Config config;
     private final NexmarkGenerator clock;
 
@@ -224,6 +234,9 @@ public final class NexmarkSource implements TableProvider {
 
     @Override
     public Offset deserializeOffset(String json) {
+      if (json.contains("next")) {
+        return TaskOffsets.fromJson(json);
+      }
       String digits = json.replaceAll("[^0-9]", "");
       return new EventOffset(Long.parseLong(digits));
     }
@@ -240,6 +253,9 @@ public final class NexmarkSource implements TableProvider {
 
     @Override
     public Offset latestOffset(Offset startOffset, ReadLimit limit) {
+      if (startOffset instanceof TaskOffsets) {
+        return startOffset; // real-time mode: its tasks, not the driver, decide how far they read
+      }
       long start = ((EventOffset) startOffset).n;
       if (config.total >= 0 && start >= config.total) {
         return new EventOffset(start + 1); // one end-of-input marker
@@ -264,10 +280,105 @@ public final class NexmarkSource implements TableProvider {
     }
 
     @Override
+    public void prepareForRealTimeMode() {
+      if (config.rowsPerBatch > 0 || config.total >= 0) {
+        throw new IllegalArgumentException(
+            "nexmark: real-time mode reads a paced, unbounded stream (no rows_per_batch, no "
+                + "total)");
+      }
+    }
+
+    @Override
+    public InputPartition[] planInputPartitions(Offset start) {
+      long[] next = start instanceof TaskOffsets
+          ? ((TaskOffsets) start).next
+          : TaskOffsets.startingAt(((EventOffset) start).n, config.partitions);
+      InputPartition[] out = new InputPartition[next.length];
+      for (int i = 0; i < next.length; i++) {
+        out[i] = new Strided(i, next[i], next.length);
+      }
+      return out;
+    }
+
+    @Override
+    public Offset mergeOffsets(PartitionOffset[] offsets) {
+      long[] next = new long[offsets.length];
+      for (PartitionOffset offset : offsets) {
+        NextEvent task = (NextEvent) offset;
+        next[task.task] = task.n;
+      }
+      return new TaskOffsets(next);
+    }
+
+    @Override
     public void commit(Offset end) {}
 
     @Override
     public void stop() {}
+  }
+
+  /** Real-time mode's offset: the next event number of each task (task i reads every k-th). */
+  static final class TaskOffsets extends Offset {
+    final long[] next;
+
+    TaskOffsets(long[] next) {
+      this.next = next;
+    }
+
+    static long[] startingAt(long n, int tasks) {
+      long[] next = new long[tasks];
+      for (int i = 0; i < tasks; i++) {
+        next[i] = n + i;
+      }
+      return next;
+    }
+
+    static TaskOffsets fromJson(String json) {
+      String list = json.substring(json.indexOf('[') + 1, json.indexOf(']')).trim();
+      String[] parts = list.isEmpty() ? new String[0] : list.split(",");
+      long[] next = new long[parts.length];
+      for (int i = 0; i < parts.length; i++) {
+        next[i] = Long.parseLong(parts[i].trim());
+      }
+      return new TaskOffsets(next);
+    }
+
+    @Override
+    public String json() {
+      StringBuilder sb = new StringBuilder("{\"next\":[");
+      for (int i = 0; i < next.length; i++) {
+        sb.append(i == 0 ? "" : ",").append(next[i]);
+      }
+      return sb.append("]}").toString();
+    }
+  }
+
+  /** Where one real-time task stands: the next event it would read. */
+  static final class NextEvent implements PartitionOffset {
+    private static final long serialVersionUID = 1L;
+
+    final int task;
+    final long n;
+
+    NextEvent(int task, long n) {
+      this.task = task;
+      this.n = n;
+    }
+  }
+
+  /** A real-time task's events: {@code next}, {@code next + stride}, ... without end. */
+  static final class Strided implements InputPartition {
+    private static final long serialVersionUID = 1L;
+
+    final int task;
+    final long next;
+    final int stride;
+
+    Strided(int task, long next, int stride) {
+      this.task = task;
+      this.next = next;
+      this.stride = stride;
+    }
   }
 
   static final class Range implements InputPartition {
@@ -293,6 +404,9 @@ public final class NexmarkSource implements TableProvider {
 
     @Override
     public PartitionReader<InternalRow> createReader(InputPartition partition) {
+      if (partition instanceof Strided) {
+        return new RealTimeReader(config, (Strided) partition);
+      }
       Range range = (Range) partition;
       return new Reader(config, range.from, range.to);
     }
@@ -313,12 +427,16 @@ public final class NexmarkSource implements TableProvider {
     private final UnsafeRowWriter auction;
     private final UnsafeRowWriter bid;
 
-    Reader(Config config, long from, long to) {
+    static NexmarkGenerator generator(Config config) {
       String key = config.seed + ":" + config.startMillis + ":" + config.rate;
       if (GENERATORS.size() > 16) {
         GENERATORS.clear(); // a long-lived executor that has seen many configurations
       }
-      this.generator = GENERATORS.computeIfAbsent(key, k -> config.generator());
+      return GENERATORS.computeIfAbsent(key, k -> config.generator());
+    }
+
+    Reader(Config config, long from, long to) {
+      this.generator = generator(config);
       this.total = config.total;
       this.next = from;
       this.to = to;
@@ -345,6 +463,79 @@ public final class NexmarkSource implements TableProvider {
     @Override
     public InternalRow get() {
       return row.getRow();
+    }
+
+    @Override
+    public void close() {}
+  }
+
+  /**
+   * A real-time task: hands out each of its events once its event time has come, waiting for it
+   * (parked, not spinning) up to the batch's deadline that Spark passes as the timeout.
+   */
+  static final class RealTimeReader implements SupportsRealTimeRead<InternalRow> {
+    private final NexmarkGenerator generator;
+    private final int task;
+    private final int stride;
+    private final boolean eventNumber;
+    private long next;
+    private final UnsafeRowWriter row;
+    private final UnsafeRowWriter person;
+    private final UnsafeRowWriter auction;
+    private final UnsafeRowWriter bid;
+
+    RealTimeReader(Config config, Strided partition) {
+      this.generator = Reader.generator(config);
+      this.task = partition.task;
+      this.stride = partition.stride;
+      this.next = partition.next;
+      this.eventNumber = config.eventNumber;
+      this.row = new UnsafeRowWriter(eventNumber ? 6 : 5, 256);
+      this.person = new UnsafeRowWriter(row, 8);
+      this.auction = new UnsafeRowWriter(row, 10);
+      this.bid = new UnsafeRowWriter(row, 7);
+    }
+
+    @Override
+    public RecordStatus nextWithTimeout(Long timeoutMs) {
+      long deadline = System.currentTimeMillis() + Math.max(0, timeoutMs);
+      long due = Math.floorDiv(generator.eventMicros(next), 1000);
+      while (true) {
+        long now = System.currentTimeMillis();
+        if (due <= now) {
+          break;
+        }
+        if (now >= deadline) {
+          return RecordStatus.newStatusWithoutArrivalTime(false);
+        }
+        java.util.concurrent.locks.LockSupport.parkNanos(
+            (Math.min(due, deadline) - now) * 1_000_000L);
+        if (Thread.interrupted()) {
+          Thread.currentThread().interrupt();
+          return RecordStatus.newStatusWithoutArrivalTime(false);
+        }
+      }
+      generator.write(next, false, row, person, auction, bid);
+      if (eventNumber) {
+        row.write(5, next);
+      }
+      next += stride;
+      return RecordStatus.newStatusWithArrivalTimeMs(due);
+    }
+
+    @Override
+    public boolean next() {
+      return nextWithTimeout(Long.MAX_VALUE / 4).hasRecord();
+    }
+
+    @Override
+    public InternalRow get() {
+      return row.getRow();
+    }
+
+    @Override
+    public PartitionOffset getOffset() {
+      return new NextEvent(task, next);
     }
 
     @Override

@@ -1,0 +1,132 @@
+"""Spark's real-time mode through our runner: the nexmark source read in long-running tasks,
+rows into a real Kafka topic as they arrive, offsets checkpointed every batch."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from arroyo.engine.runner import PipelineRunner
+from arroyo.errors import JobFailedError
+from arroyo.sql.planner import Planner
+from arroyo.testing.kafka import KafkaBroker
+
+pytestmark = [pytest.mark.kafka, pytest.mark.spark]
+
+RATE = 1000  # events/s: event n happens n ms after the source's start
+BIDS = "SELECT bid.auction, bid.price, bid.datetime FROM nexmark WHERE bid IS NOT NULL"
+
+
+def _sql(servers: str, topic: str, query: str = BIDS) -> str:
+    return (
+        f"CREATE TABLE nexmark WITH (connector = 'nexmark', event_rate = '{RATE}');\n"
+        f"CREATE TABLE out WITH (connector = 'kafka', bootstrap_servers = '{servers}', "
+        f"topic = '{topic}', type = 'sink', format = 'json');\n"
+        f"INSERT INTO out {query};"
+    )
+
+
+def _runner(spark: SparkSession, sql: str, state: Path, batch_ms: int) -> PipelineRunner:
+    program = Planner(spark, parallelism=2, state_dir=state).plan(sql)
+    return PipelineRunner(spark, program, state, real_time_batch_ms=batch_ms)
+
+
+def _event_numbers(broker: KafkaBroker, topic: str, state: Path) -> list[int]:
+    """The event number of every record in ``topic`` (from its event time), in no order."""
+    start_ms = json.loads((state / "tables" / "nexmark" / "start_time.json").read_text())
+    numbers = []
+    for record in broker.consume(topic):
+        assert record.value is not None
+        when = datetime.fromisoformat(json.loads(record.value)["datetime"]).replace(tzinfo=UTC)
+        numbers.append(round(when.timestamp() * 1000) - start_ms["start_time_ms"])
+    return numbers
+
+
+def test_rows_reach_the_sink_before_the_first_checkpoint(
+    spark: SparkSession, kafka_broker: KafkaBroker, kafka_topic: str, tmp_path: Path
+) -> None:
+    runner = _runner(
+        spark, _sql(kafka_broker.bootstrap_servers, kafka_topic), tmp_path, batch_ms=600_000
+    )
+    runner.start()
+    try:
+        (query,) = runner.queries
+        deadline = time.monotonic() + 120
+        while len(kafka_broker.consume(kafka_topic)) < 500:
+            assert query.isActive, query.exception()
+            assert time.monotonic() < deadline, "no rows in the topic after 120 s"
+            time.sleep(0.5)
+        # A micro-batch would have committed before its rows were visible; this batch runs
+        # for ten minutes, so every row so far came from inside it.
+        assert query.lastProgress is None
+        numbers = _event_numbers(kafka_broker, kafka_topic, tmp_path)
+        assert all(n % 50 >= 4 for n in numbers)  # bids only
+    finally:
+        runner.stop(graceful=False)
+        runner.wait(60)
+
+
+def test_stopped_and_resumed_from_its_checkpoint_nothing_is_lost(
+    spark: SparkSession, kafka_broker: KafkaBroker, kafka_topic: str, tmp_path: Path
+) -> None:
+    sql = _sql(kafka_broker.bootstrap_servers, kafka_topic)
+    first = _runner(spark, sql, tmp_path, batch_ms=5_000)
+    first.start()
+    (query,) = first.queries
+    deadline = time.monotonic() + 120
+    while len(query.recentProgress) < 2:
+        assert query.isActive, query.exception()
+        assert time.monotonic() < deadline, "two real-time batches did not commit in 120 s"
+        time.sleep(0.2)
+    first.stop()
+    first.wait(60)
+    (committed,) = [json.loads(s.endOffset) for s in query.lastProgress.sources]
+    assert len(committed["next"]) == 2  # one position per task
+
+    second = _runner(spark, sql, tmp_path, batch_ms=5_000)
+    second.start()
+    (query,) = second.queries
+    deadline = time.monotonic() + 120
+    while not query.recentProgress:
+        assert query.isActive, query.exception()
+        assert time.monotonic() < deadline, "the resumed run committed nothing in 120 s"
+        time.sleep(0.2)
+    second.stop()
+    second.wait(60)
+    (resumed,) = [json.loads(s.startOffset) for s in query.recentProgress[0].sources]
+    assert resumed == committed
+    (final,) = [json.loads(s.endOffset) for s in query.lastProgress.sources]
+
+    numbers = _event_numbers(kafka_broker, kafka_topic, tmp_path)
+    assert min(final["next"]) > max(committed["next"])
+    # Every bid up to the resumed run's last checkpoint is there (each task may have read a
+    # little further when the run stopped), and nothing but bids.
+    assert set(numbers) >= {n for n in range(min(final["next"])) if n % 50 >= 4}
+    assert all(n % 50 >= 4 for n in numbers)
+    # The sink is at least once: a bid read after the first run's last checkpoint may appear
+    # twice, and no other.
+    repeated = [n for n, times in Counter(numbers).items() if times > 1]
+    assert all(n >= min(committed["next"]) for n in repeated)
+
+
+def test_a_window_is_refused_rather_than_turned_into_updates(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    sql = (
+        f"CREATE TABLE nexmark WITH (connector = 'nexmark', event_rate = '{RATE}');\n"
+        "CREATE TABLE out WITH (connector = 'blackhole');\n"
+        "INSERT INTO out SELECT tumble(interval '1 second') AS window, count(*) AS n "
+        "FROM nexmark GROUP BY 1;"
+    )
+    runner = _runner(spark, sql, tmp_path, batch_ms=5_000)
+    with pytest.raises(JobFailedError) as caught:
+        runner.start()
+    assert caught.value.code == "real_time_unsupported"
+    assert "'out'" in caught.value.message
+    assert not spark.streams.active
