@@ -499,7 +499,8 @@ public final class NexmarkSource implements TableProvider {
     @Override
     public RecordStatus nextWithTimeout(Long timeoutMs) {
       long deadline = System.currentTimeMillis() + Math.max(0, timeoutMs);
-      long due = Math.floorDiv(generator.eventMicros(next), 1000);
+      // The first millisecond at or after the event's time: never read before it happens.
+      long due = Math.floorDiv(generator.eventMicros(next) + 999, 1000);
       while (true) {
         long now = System.currentTimeMillis();
         if (due <= now) {
