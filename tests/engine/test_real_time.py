@@ -130,3 +130,35 @@ def test_a_window_is_refused_rather_than_turned_into_updates(
     assert caught.value.code == "real_time_unsupported"
     assert "'out'" in caught.value.message
     assert not spark.streams.active
+
+
+def test_kafka_to_kafka(
+    spark: SparkSession, kafka_broker: KafkaBroker, kafka_topic: str, tmp_path: Path
+) -> None:
+    out = f"{kafka_topic}-out"
+    kafka_broker.create_topic(out, partitions=2)
+    kafka_broker.produce(kafka_topic, [json.dumps({"id": i, "name": f"n{i}"}) for i in range(300)])
+    servers = kafka_broker.bootstrap_servers
+    sql = (
+        f"CREATE TABLE src (id BIGINT, name TEXT) WITH (connector = 'kafka', "
+        f"bootstrap_servers = '{servers}', topic = '{kafka_topic}', type = 'source', "
+        f"format = 'json', 'source.offset' = 'earliest');\n"
+        f"CREATE TABLE dst WITH (connector = 'kafka', bootstrap_servers = '{servers}', "
+        f"topic = '{out}', type = 'sink', format = 'json');\n"
+        "INSERT INTO dst SELECT id * 10 AS id, upper(name) AS name FROM src WHERE id % 3 = 0;"
+    )
+    runner = _runner(spark, sql, tmp_path, batch_ms=600_000)
+    runner.start()
+    try:
+        (query,) = runner.queries
+        deadline = time.monotonic() + 120
+        while len(records := kafka_broker.consume(out)) < 100:
+            assert query.isActive, query.exception()
+            assert time.monotonic() < deadline, f"{len(records)} of 100 rows after 120 s"
+            time.sleep(0.5)
+        assert query.lastProgress is None  # still inside its first batch
+        rows = sorted((json.loads(r.value or b"") for r in records), key=lambda r: r["id"])
+        assert rows == [{"id": i * 10, "name": f"N{i}"} for i in range(0, 300, 3)]
+    finally:
+        runner.stop(graceful=False)
+        runner.wait(60)
