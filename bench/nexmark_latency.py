@@ -25,11 +25,11 @@ real-time mode (our runner's ``real_time_batch_ms``; the nexmark source implemen
 real-time reads): long-running tasks hand each event on as its event time comes, and offsets
 are checkpointed every SECONDS. Its warm-up is its first batch (and at least ``--warmup``),
 then ``--seconds`` are measured, checkpoints included. Its sink is Kafka (a broker started
-here, from arroyo.testing.kafka), since real-time mode writes only to Kafka among real sinks; the topic
-stamps each record with the broker's clock as it appends it (``LogAppendTime``), so an event's
-latency is that stamp minus its event time: to the moment it is in the sink, every record of
-the run after the warm-up. The tumble is not run so: a window that emits once when it closes
-is a stateful append-mode query, which real-time mode (update mode only) cannot run.
+here, from arroyo.testing.kafka), since real-time mode writes only to Kafka among real sinks;
+the topic stamps each record with the broker's clock as it appends it (``LogAppendTime``), so
+an event's latency is that stamp minus its event time: to the moment it is in the sink, every
+record of the run after the warm-up. The tumble is not run so: a window that emits once when
+it closes is a stateful append-mode query, which real-time mode (update mode only) cannot run.
 """
 
 from __future__ import annotations
