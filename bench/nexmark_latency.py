@@ -227,6 +227,9 @@ def _pct(values: np.ndarray, q: float) -> float | None:
 
 
 def main(args: argparse.Namespace) -> None:
+    from arroyo.logging import configure_logging
+
+    configure_logging("warning")  # the runner's per-batch events would bury the figures
     rates = [int(r) for r in args.rates.split(",")]
     results: dict[str, Any] = {}
     print(
