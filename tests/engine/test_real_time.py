@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
 
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError
@@ -32,9 +33,35 @@ def _sql(servers: str, topic: str, query: str = BIDS) -> str:
     )
 
 
-def _runner(spark: SparkSession, sql: str, state: Path, batch_ms: int) -> PipelineRunner:
+def _runner(
+    spark: SparkSession, sql: str, state: Path, batch_ms: int, stop_after: int | None = None
+) -> PipelineRunner:
     program = Planner(spark, parallelism=2, state_dir=state).plan(sql)
-    return PipelineRunner(spark, program, state, real_time_batch_ms=batch_ms)
+    return PipelineRunner(
+        spark, program, state, real_time_batch_ms=batch_ms, stop_after_batches=stop_after
+    )
+
+
+def _await_records(
+    broker: KafkaBroker, topic: str, count: int, query: StreamingQuery, timeout: float = 120
+) -> None:
+    """Block until ``topic`` holds ``count`` records (each poll waits on the broker), failing
+    at once if ``query`` dies and after ``timeout`` seconds."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer(
+        {"bootstrap.servers": broker.bootstrap_servers, "group.id": f"await-{topic}"}
+    )
+    try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        seen, deadline = 0, time.monotonic() + timeout
+        while seen < count:
+            assert query.isActive, query.exception()
+            assert time.monotonic() < deadline, f"{seen} of {count} records after {timeout} s"
+            seen += sum(m.error() is None for m in consumer.consume(1000, timeout=0.5))
+    finally:
+        consumer.close()
 
 
 def _event_numbers(broker: KafkaBroker, topic: str, state: Path) -> list[int]:
@@ -57,11 +84,7 @@ def test_rows_reach_the_sink_before_the_first_checkpoint(
     runner.start()
     try:
         (query,) = runner.queries
-        deadline = time.monotonic() + 120
-        while len(kafka_broker.consume(kafka_topic)) < 500:
-            assert query.isActive, query.exception()
-            assert time.monotonic() < deadline, "no rows in the topic after 120 s"
-            time.sleep(0.5)
+        _await_records(kafka_broker, kafka_topic, 500, query)
         # A micro-batch would have committed before its rows were visible; this batch runs
         # for ten minutes, so every row so far came from inside it.
         assert query.lastProgress is None
@@ -76,29 +99,17 @@ def test_stopped_and_resumed_from_its_checkpoint_nothing_is_lost(
     spark: SparkSession, kafka_broker: KafkaBroker, kafka_topic: str, tmp_path: Path
 ) -> None:
     sql = _sql(kafka_broker.bootstrap_servers, kafka_topic)
-    first = _runner(spark, sql, tmp_path, batch_ms=5_000)
+    first = _runner(spark, sql, tmp_path, batch_ms=5_000, stop_after=2)
     first.start()
     (query,) = first.queries
-    deadline = time.monotonic() + 120
-    while len(query.recentProgress) < 2:
-        assert query.isActive, query.exception()
-        assert time.monotonic() < deadline, "two real-time batches did not commit in 120 s"
-        time.sleep(0.2)
-    first.stop()
-    first.wait(60)
+    first.wait(180)  # returns once two batches have committed, stopping gracefully
     (committed,) = [json.loads(s.endOffset) for s in query.lastProgress.sources]
     assert len(committed["next"]) == 2  # one position per task
 
-    second = _runner(spark, sql, tmp_path, batch_ms=5_000)
+    second = _runner(spark, sql, tmp_path, batch_ms=5_000, stop_after=1)
     second.start()
     (query,) = second.queries
-    deadline = time.monotonic() + 120
-    while not query.recentProgress:
-        assert query.isActive, query.exception()
-        assert time.monotonic() < deadline, "the resumed run committed nothing in 120 s"
-        time.sleep(0.2)
-    second.stop()
-    second.wait(60)
+    second.wait(180)
     (resumed,) = [json.loads(s.startOffset) for s in query.recentProgress[0].sources]
     assert resumed == committed
     (final,) = [json.loads(s.endOffset) for s in query.lastProgress.sources]
@@ -151,11 +162,8 @@ def test_kafka_to_kafka(
     runner.start()
     try:
         (query,) = runner.queries
-        deadline = time.monotonic() + 120
-        while len(records := kafka_broker.consume(out)) < 100:
-            assert query.isActive, query.exception()
-            assert time.monotonic() < deadline, f"{len(records)} of 100 rows after 120 s"
-            time.sleep(0.5)
+        _await_records(kafka_broker, out, 100, query)
+        records = kafka_broker.consume(out)
         assert query.lastProgress is None  # still inside its first batch
         rows = sorted((json.loads(r.value or b"") for r in records), key=lambda r: r["id"])
         assert rows == [{"id": i * 10, "name": f"N{i}"} for i in range(0, 300, 3)]

@@ -27,7 +27,7 @@ import org.apache.spark.sql.catalyst.expressions.codegen.UnsafeRowWriter;
  * hot channels' URLs are Arroyo's fixed four. Times are to the microsecond.
  *
  * <p>Thread safety: an instance is immutable once built and is shared by every task thread of an
- * executor (NexmarkSource.Reader caches one per configuration); {@link #write} keeps all of its
+ * executor (NexmarkSource.EventRows caches one per configuration); {@link #write} keeps all of its
  * scratch state in locals and in the caller's row writers.
  */
 final class NexmarkGenerator {

@@ -412,34 +412,28 @@ public final class NexmarkSource implements TableProvider {
     }
   }
 
-  static final class Reader implements PartitionReader<InternalRow> {
+  /**
+   * One task's row: the executor's shared generator writing event n into this task's own row
+   * writers (and its number, when asked for). Both readers hand out {@link #row()}.
+   */
+  static final class EventRows {
     // Pools are built once per executor JVM and configuration, not once per partition.
     private static final Map<String, NexmarkGenerator> GENERATORS =
         new java.util.concurrent.ConcurrentHashMap<>();
 
-    private final NexmarkGenerator generator;
-    private final long total;
-    private final long to;
+    final NexmarkGenerator generator;
     private final boolean eventNumber;
-    private long next;
     private final UnsafeRowWriter row;
     private final UnsafeRowWriter person;
     private final UnsafeRowWriter auction;
     private final UnsafeRowWriter bid;
 
-    static NexmarkGenerator generator(Config config) {
+    EventRows(Config config) {
       String key = config.seed + ":" + config.startMillis + ":" + config.rate;
       if (GENERATORS.size() > 16) {
         GENERATORS.clear(); // a long-lived executor that has seen many configurations
       }
-      return GENERATORS.computeIfAbsent(key, k -> config.generator());
-    }
-
-    Reader(Config config, long from, long to) {
-      this.generator = generator(config);
-      this.total = config.total;
-      this.next = from;
-      this.to = to;
+      this.generator = GENERATORS.computeIfAbsent(key, k -> config.generator());
       this.eventNumber = config.eventNumber;
       this.row = new UnsafeRowWriter(eventNumber ? 6 : 5, 256);
       this.person = new UnsafeRowWriter(row, 8);
@@ -447,22 +441,44 @@ public final class NexmarkSource implements TableProvider {
       this.bid = new UnsafeRowWriter(row, 7);
     }
 
+    void write(long n, boolean eoi) {
+      generator.write(n, eoi, row, person, auction, bid);
+      if (eventNumber) {
+        row.write(5, n);
+      }
+    }
+
+    InternalRow row() {
+      return row.getRow();
+    }
+  }
+
+  static final class Reader implements PartitionReader<InternalRow> {
+    private final EventRows rows;
+    private final long total;
+    private final long to;
+    private long next;
+
+    Reader(Config config, long from, long to) {
+      this.rows = new EventRows(config);
+      this.total = config.total;
+      this.next = from;
+      this.to = to;
+    }
+
     @Override
     public boolean next() {
       if (next >= to) {
         return false;
       }
-      generator.write(next, total >= 0 && next >= total, row, person, auction, bid);
-      if (eventNumber) {
-        row.write(5, next);
-      }
+      rows.write(next, total >= 0 && next >= total);
       next++;
       return true;
     }
 
     @Override
     public InternalRow get() {
-      return row.getRow();
+      return rows.row();
     }
 
     @Override
@@ -474,33 +490,23 @@ public final class NexmarkSource implements TableProvider {
    * (parked, not spinning) up to the batch's deadline that Spark passes as the timeout.
    */
   static final class RealTimeReader implements SupportsRealTimeRead<InternalRow> {
-    private final NexmarkGenerator generator;
+    private final EventRows rows;
     private final int task;
     private final int stride;
-    private final boolean eventNumber;
     private long next;
-    private final UnsafeRowWriter row;
-    private final UnsafeRowWriter person;
-    private final UnsafeRowWriter auction;
-    private final UnsafeRowWriter bid;
 
     RealTimeReader(Config config, Strided partition) {
-      this.generator = Reader.generator(config);
+      this.rows = new EventRows(config);
       this.task = partition.task;
       this.stride = partition.stride;
       this.next = partition.next;
-      this.eventNumber = config.eventNumber;
-      this.row = new UnsafeRowWriter(eventNumber ? 6 : 5, 256);
-      this.person = new UnsafeRowWriter(row, 8);
-      this.auction = new UnsafeRowWriter(row, 10);
-      this.bid = new UnsafeRowWriter(row, 7);
     }
 
     @Override
     public RecordStatus nextWithTimeout(Long timeoutMs) {
       long deadline = System.currentTimeMillis() + Math.max(0, timeoutMs);
       // The first millisecond at or after the event's time: never read before it happens.
-      long due = Math.floorDiv(generator.eventMicros(next) + 999, 1000);
+      long due = Math.floorDiv(rows.generator.eventMicros(next) + 999, 1000);
       while (true) {
         long now = System.currentTimeMillis();
         if (due <= now) {
@@ -516,10 +522,7 @@ public final class NexmarkSource implements TableProvider {
           return RecordStatus.newStatusWithoutArrivalTime(false);
         }
       }
-      generator.write(next, false, row, person, auction, bid);
-      if (eventNumber) {
-        row.write(5, next);
-      }
+      rows.write(next, false);
       next += stride;
       return RecordStatus.newStatusWithArrivalTimeMs(due);
     }
@@ -531,7 +534,7 @@ public final class NexmarkSource implements TableProvider {
 
     @Override
     public InternalRow get() {
-      return row.getRow();
+      return rows.row();
     }
 
     @Override
