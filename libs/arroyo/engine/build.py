@@ -126,6 +126,20 @@ def end_of_input_sources(df: DataFrame) -> set[str]:
     return set(re.findall(rf"CollectMetrics {re.escape(_EOI_METRIC)}(\S+?),", plan))
 
 
+# Logical plan nodes that keep state across rows, as the analysed plan prints them.
+_STATEFUL_NODE = re.compile(
+    r"^[\s:+\-!]*(Aggregate|Join|Deduplicate\w*|FlatMapGroupsWithState|TransformWithState\w*"
+    r"|Window|SessionWindowing\w*)\b",
+    re.MULTILINE,
+)
+
+
+def stateful_operator(df: DataFrame) -> str | None:
+    """The first operator of a query's plan that keeps state across rows, if any."""
+    found = _STATEFUL_NODE.search(df._jdf.queryExecution().analyzed().toString())
+    return found[1] if found else None
+
+
 def is_end_of_time(watermark: str | None) -> bool:
     return bool(watermark) and int(str(watermark)[:4]) >= _END_OF_TIME_YEAR - 1
 

@@ -9,7 +9,6 @@ micro-batch is a checkpoint: running again on the same state directory resumes a
 from __future__ import annotations
 
 import queue
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -38,6 +37,7 @@ from arroyo.engine.build import (
     eoi_metric_source,
     is_end_of_time,
     register,
+    stateful_operator,
 )
 from arroyo.engine.changelog import Changelog
 from arroyo.engine.per_batch import PerBatchQuery
@@ -51,12 +51,6 @@ from arroyo.udfs import register as register_udfs
 log = structlog.get_logger(__name__)
 
 _POLL_SECONDS = 0.05
-# Logical plan nodes that keep state across rows, as the analysed plan prints them.
-_STATEFUL_NODE = re.compile(
-    r"^[\s:+\-!]*(Aggregate|Join|Deduplicate\w*|FlatMapGroupsWithState|TransformWithState\w*"
-    r"|Window|SessionWindowing\w*)\b",
-    re.MULTILINE,
-)
 _GRACEFUL_STOP_SECONDS = 30.0
 
 
@@ -246,11 +240,11 @@ class PipelineRunner:
         Spark itself refuses (naming them) sources, operators and sinks it cannot run so."""
         from pyspark.errors import PySparkException
 
-        stateful = _STATEFUL_NODE.search(df._jdf.queryExecution().analyzed().toString())
+        stateful = stateful_operator(df)
         if spec.output_mode == "append" and stateful:
             raise JobFailedError(
                 f"real-time mode runs stateless queries; the query into {spec.sink.name!r} has "
-                f"a stateful operator ({stateful[1]}): run it with micro-batches",
+                f"a stateful operator ({stateful}): run it with micro-batches",
                 code="real_time_unsupported",
             )
         batch = f"{self.real_time_batch_ms} milliseconds"
