@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from pyspark.sql import SparkSession
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import PlanningError
 from arroyo.sql.planner import Planner
+from arroyo.testing.kafka import KafkaBroker
 from tests.sql.harness import QUERIES, render
 
 
@@ -106,3 +108,55 @@ def test_refused_updating_queries(spark: SparkSession, tmp_path: Path, sql: str,
     with pytest.raises(PlanningError) as caught:
         Planner(spark, state_dir=tmp_path).plan(SRC + sql)
     assert [d.code for d in caught.value.diagnostics] == [code]
+
+
+def _changes(path: Path, count: int, runner: PipelineRunner, timeout: float = 120) -> list[dict]:
+    """The first ``count`` change records in ``path``, once the running pipeline has written
+    them (failing at once if it dies, and after ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = path.read_text().splitlines() if path.exists() else []
+        if len(lines) >= count:
+            return [json.loads(line) for line in lines[:count]]
+        assert all(q.isActive for q in runner.queries), runner.queries[0].exception()
+        progress = [(p.batchId, p.numInputRows) for p in runner.queries[0].recentProgress]
+        assert time.monotonic() < deadline, f"{len(lines)} of {count} records: {lines} {progress}"
+        time.sleep(0.2)
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
+def test_updating_ttl_drops_the_state_of_idle_keys_only(
+    spark: SparkSession, kafka_broker: KafkaBroker, kafka_topic: str, tmp_path: Path
+) -> None:
+    """With ``SET updating_ttl``, a key not updated for the TTL starts its aggregate afresh
+    when it comes back; a key updated all along keeps counting."""
+    out = tmp_path / "out.json"
+    sql = (
+        "SET updating_ttl = INTERVAL '8 seconds';\n"
+        f"CREATE TABLE clicks (k TEXT) WITH (connector = 'kafka', bootstrap_servers = "
+        f"'{kafka_broker.bootstrap_servers}', topic = '{kafka_topic}', type = 'source', "
+        "format = 'json', 'source.offset' = 'earliest');\n"
+        f"CREATE TABLE out WITH (connector = 'single_file', path = '{out}', "
+        "format = 'debezium_json', type = 'sink');\n"
+        "INSERT INTO out SELECT k, count(*) AS n FROM clicks GROUP BY k;"
+    )
+    program = Planner(spark, state_dir=tmp_path / "state").plan(sql)
+    runner = PipelineRunner(spark, program, tmp_path / "state", trigger_interval_ms=200)
+    runner.start()
+    try:
+        kafka_broker.produce(kafka_topic, ['{"k": "idle"}', '{"k": "idle"}'])
+        assert _changes(out, 1, runner)[-1]["after"] == {"k": "idle", "n": 2}
+        # 'busy' is updated every 2 s, in batches of its own, for longer than the TTL (the
+        # TTL is well above the time between its updates, batches here take up to 2 s).
+        for n in range(1, 7):
+            kafka_broker.produce(kafka_topic, ['{"k": "busy"}'])
+            assert _changes(out, 1 + n, runner)[-1]["after"] == {"k": "busy", "n": n}
+            time.sleep(2)
+        kafka_broker.produce(kafka_topic, ['{"k": "idle"}', '{"k": "busy"}'])
+        last = {r["after"]["k"]: r for r in _changes(out, 9, runner)[7:]}
+    finally:
+        runner.stop()
+    assert last["idle"] == {"before": {"k": "idle", "n": 2}, "after": {"k": "idle", "n": 1},
+                            "op": "u"}  # fmt: skip
+    assert last["busy"]["after"] == {"k": "busy", "n": 7}

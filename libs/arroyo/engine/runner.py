@@ -8,6 +8,7 @@ micro-batch is a checkpoint: running again on the same state directory resumes a
 
 from __future__ import annotations
 
+import os
 import queue
 import threading
 import time
@@ -41,7 +42,7 @@ from arroyo.engine.build import (
 )
 from arroyo.engine.changelog import Changelog
 from arroyo.engine.per_batch import PerBatchQuery
-from arroyo.engine.session import state_rows_counted
+from arroyo.engine.session import ROCKSDB_PROVIDER, UPDATING_TTL_PREFIX, state_rows_counted
 from arroyo.errors import JobFailedError
 from arroyo.sql.program import PipelineProgram, SinkQuery
 from arroyo.udfs import UDF_ERROR
@@ -197,6 +198,11 @@ class PipelineRunner:
         sources = end_of_input_sources(df)
         query_dir = self.state_dir / "queries" / f"{index}-{sink.name}"
         context = WriteContext(self.spark, query_dir / "sink")
+        if spec.updating_ttl_ms is not None:
+            # Read by the state store of this query's aggregate (the state directory Spark
+            # keeps under the checkpoint), at every batch: arroyo.engine.session.
+            state = os.path.abspath(query_dir / "checkpoint" / "state")
+            self.spark.conf.set(UPDATING_TTL_PREFIX + state, str(spec.updating_ttl_ms))
         if spec.output_mode == "update" and conn.formats:
             # Change records for a sink that writes them (a blackhole takes the rows as they are).
             assert spec.key_columns is not None
@@ -251,7 +257,18 @@ class PipelineRunner:
         try:
             # pyspark's type stubs do not list the realTime trigger yet.
             real_time = writer.outputMode("update").trigger(realTime=batch)  # type: ignore[call-overload]
-            query: StreamingQuery = real_time.start()
+            # Real-time mode takes only Spark's own RocksDB store, which a stateless query
+            # loses nothing by: the query keeps the setting it starts with (its own session).
+            conf = "spark.sql.streaming.stateStore.providerClass"
+            provider = self.spark.conf.get(conf)
+            self.spark.conf.set(conf, ROCKSDB_PROVIDER)
+            try:
+                query: StreamingQuery = real_time.start()
+            finally:
+                if provider is None:
+                    self.spark.conf.unset(conf)
+                else:
+                    self.spark.conf.set(conf, provider)
             return query
         except PySparkException as err:
             message = str(err).split(" SQLSTATE")[0]

@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import structlog
 from pydantic import ValidationError
 from sqlglot import exp
 
@@ -36,6 +35,7 @@ from arroyo.sql.functions import FunctionError, translate
 from arroyo.sql.program import (
     KEEP,
     SIGN,
+    TOUCHED,
     ColumnSpec,
     FormatSpec,
     PipelineProgram,
@@ -64,12 +64,13 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
-log = structlog.get_logger(__name__)
 
 EVENT_TIME = "_timestamp"
 _WINDOW_HELPER = "__arroyo_window"
 _COMMON_OPTIONS = {"connector", "type", "format", "bad_data", "connection_profile"}
 _KNOWN_SETTINGS = {"updating_ttl"}
+# Columns the planner adds for the engine, never written to a sink as data.
+_HIDDEN = (EVENT_TIME, KEEP, TOUCHED)
 # Arroyo's default: state of updating joins is kept for a day after its event time.
 _DEFAULT_UPDATING_TTL_US = 24 * 3_600_000_000
 
@@ -258,13 +259,6 @@ class Planner:
                                 f"updating_ttl: {err} (write e.g. INTERVAL '1 hour')",
                                 text.span(stmt.offset),
                             ) from err
-                        # Spark's streaming aggregation has no state TTL: said, not hidden.
-                        log.warning(
-                            "setting_partly_applied",
-                            setting=stmt.key,
-                            reason="it bounds joins without windows; state of updating "
-                            "aggregates is kept for the pipeline's life",
-                        )
                     state.settings[stmt.key] = stmt.value
             except PlanningError as err:
                 diagnostics.extend(err.diagnostics)
@@ -321,7 +315,7 @@ class Planner:
         planned = _Rewriter(self, state).top_level(stmt.query)
         sql_text = planned.node.sql(dialect="spark")
         schema = self.analyse(state, sql_text, stmt.query)
-        fields = [f for f in schema.fields if f.name not in (EVENT_TIME, KEEP)]
+        fields = [f for f in schema.fields if f.name not in _HIDDEN]
         columns = state.memory[name]
         if len(fields) != len(columns):
             raise _error(
@@ -333,7 +327,7 @@ class Planner:
             f"CAST(`{f.name}` AS {c.spark_type}) AS `{c.name}`"
             for f, c in zip(fields, columns, strict=True)
         ]
-        casts += [f"`{n}`" for n in (EVENT_TIME, KEEP) if n in schema.fieldNames()]
+        casts += [f"`{n}`" for n in _HIDDEN if n in schema.fieldNames()]
         view = ViewSpec(name, f"SELECT {', '.join(casts)} FROM ({sql_text}) AS `__memory`")
         self.analyse(state, view.sql, stmt.query)
         from arroyo.engine.build import register_view
@@ -628,7 +622,7 @@ class Planner:
         for sql_text, offset in inserts:
             schema = self.spark.sql(sql_text).schema
             keep = keep or KEEP in schema.fieldNames()
-            fields = [f for f in schema.fields if f.name not in (EVENT_TIME, KEEP)]
+            fields = [f for f in schema.fields if f.name not in _HIDDEN]
             if not columns:
                 columns = [
                     ColumnSpec(f.name, f.dataType.simpleString(), f.nullable) for f in fields
@@ -644,8 +638,7 @@ class Planner:
                 f"CAST(`{f.name}` AS {c.spark_type}) AS `{c.name}`"
                 for f, c in zip(fields, writable, strict=True)
             )
-            if KEEP in schema.fieldNames():
-                casts += f", `{KEEP}`"
+            casts += "".join(f", `{n}`" for n in (KEEP, TOUCHED) if n in schema.fieldNames())
             selects.append(f"SELECT {casts} FROM ({sql_text}) AS `__insert`")
         spec = TableSpec(
             spec.name,
@@ -672,10 +665,7 @@ class Planner:
         # The keys are named as the query names them; the sink may rename columns by position.
         names = [f.name for f in self.spark.sql(inserts[0][0]).schema.fields]
         renamed = {
-            n: c.name
-            for n, c in zip(
-                [n for n in names if n not in (EVENT_TIME, KEEP)], columns, strict=False
-            )
+            n: c.name for n, c in zip([n for n in names if n not in _HIDDEN], columns, strict=False)
         }
         return SinkQuery(
             spec,
@@ -683,6 +673,9 @@ class Planner:
             output_mode="update",
             key_columns=[renamed.get(k, k) for k in keys],
             keep_column=KEEP if keep else None,
+            updating_ttl_ms=(
+                state.updating_ttl_us // 1000 if TOUCHED in schema.fieldNames() else None
+            ),
         )
 
     def _check_batch_sink(self, state: _State, sink: TableSpec, offset: int) -> None:
@@ -1020,7 +1013,7 @@ class _Rewriter:
             qualify = len(relations) > 1
             for rel in targets:
                 for name, _ in rel.columns:
-                    if name not in (EVENT_TIME, KEEP):
+                    if name not in _HIDDEN:
                         expanded.append(
                             exp.column(name, table=rel.alias if qualify else None, quoted=True)
                         )
@@ -1243,6 +1236,22 @@ class _Rewriter:
         if having is not None:
             select.set("having", None)
             select.append("expressions", exp.alias_(having.this.copy(), KEEP))
+        # The time of the batch that last updated the key, for updating_ttl: last among the
+        # aggregates, since the engine reads it as the last field of each key's state. Spark
+        # takes no batch time inside an aggregate, so the input carries it as a column.
+        from_ = select.args.get("from_") or select.args.get("from")
+        alias = relations[0].alias
+        if from_ is not None:
+            timed = exp.select(exp.Star(), exp.alias_(exp.CurrentTimestamp(), TOUCHED))
+            from_.set(
+                "this",
+                exp.Subquery(
+                    this=timed.from_(from_.this.copy()),
+                    alias=exp.TableAlias(this=exp.to_identifier(alias)),
+                ),
+            )
+            touched = exp.Max(this=exp.column(TOUCHED, table=alias))
+            select.append("expressions", exp.alias_(touched, TOUCHED))
         return _Planned(select, None, keys)
 
     def _reads_changelog(self, select: exp.Select) -> bool:
@@ -1335,6 +1344,8 @@ class _Rewriter:
             conditions.append(exp.Coalesce(this=where.this.copy(), expressions=[exp.false()]))
         if conditions and KEEP not in names:
             select.append("expressions", exp.alias_(exp.and_(*conditions), KEEP))
+        if any(name == TOUCHED for name, _ in input_.columns) and TOUCHED not in names:
+            select.append("expressions", exp.column(TOUCHED, table=input_.alias))
         return _Planned(select, None, list(input_.updating))
 
     def _projection(self, select: exp.Select, relations: list[_Relation]) -> _Planned:

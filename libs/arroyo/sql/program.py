@@ -39,6 +39,10 @@ class FormatSpec:
 # qualifies. A HAVING, a WHERE over updating input, or a debezium delete sets it false, so that
 # the sink writes a delete where Spark would silently drop the row.
 KEEP = "__arroyo_keep"
+# On an updating aggregate: the time of the last micro-batch that updated the key, the last
+# aggregate of the query, so that its state can expire after ``updating_ttl`` (see
+# libs/arroyo/java/arroyo/state/IdleExpiringStateStoreProvider.java).
+TOUCHED = "__arroyo_touched"
 # On the signed rows of a changelog source (``signed_view``): +1 a row that appears, -1 one
 # that goes away; aggregates over a changelog weigh each row by it, so that they retract.
 SIGN = "__arroyo_sign"
@@ -91,6 +95,8 @@ class SinkQuery:
     # whether the row still qualifies.
     key_columns: list[str] | None = None
     keep_column: str | None = None
+    # Updating aggregates: state not updated for this long is dropped (``SET updating_ttl``).
+    updating_ttl_ms: int | None = None
     # Queries that run per micro-batch (window functions): ``sql`` is the streaming input,
     # registered for each batch as ``batch_view``, which ``batch_sql`` reads.
     batch_sql: str | None = None
