@@ -33,8 +33,11 @@ QUERIES = {
 def by_hand(spark: SparkSession, name: str, args: argparse.Namespace) -> DataFrame:
     bids = hand_bids(spark, args)
     if name == "updating_count":
-        return bids.groupBy(F.col("bid.auction").alias("auction")).agg(
-            F.count("*").alias("bids"), F.max("bid.price").alias("top")
+        # As Arroyo runs it: with the time of each key's last update, which updating_ttl
+        # (default 24 hours) expires the key's state by.
+        timed = bids.withColumn("touched", F.current_timestamp())
+        return timed.groupBy(F.col("bid.auction").alias("auction")).agg(
+            F.count("*").alias("bids"), F.max("bid.price").alias("top"), F.max("touched")
         )
     cents = F.udf(lambda price: price * 100, "BIGINT", useArrow=True)
     return bids.select(cents(F.col("bid.price")).alias("c"))
