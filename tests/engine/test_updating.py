@@ -157,6 +157,7 @@ def test_updating_ttl_drops_the_state_of_idle_keys_only(
         last = {r["after"]["k"]: r for r in _changes(out, 9, runner)[7:]}
     finally:
         runner.stop()
+        runner.wait(60)  # the queries stop here: later tests reuse their names
     assert last["idle"] == {"before": {"k": "idle", "n": 2}, "after": {"k": "idle", "n": 1},
                             "op": "u"}  # fmt: skip
     assert last["busy"]["after"] == {"k": "busy", "n": 7}
