@@ -42,7 +42,12 @@ from arroyo.engine.build import (
 )
 from arroyo.engine.changelog import Changelog
 from arroyo.engine.per_batch import PerBatchQuery
-from arroyo.engine.session import ROCKSDB_PROVIDER, UPDATING_TTL_PREFIX, state_rows_counted
+from arroyo.engine.session import (
+    PROVIDER_CLASS,
+    ROCKSDB_PROVIDER,
+    UPDATING_TTL_PREFIX,
+    state_rows_counted,
+)
 from arroyo.errors import JobFailedError
 from arroyo.sql.program import PipelineProgram, SinkQuery
 from arroyo.udfs import UDF_ERROR
@@ -259,16 +264,15 @@ class PipelineRunner:
             real_time = writer.outputMode("update").trigger(realTime=batch)  # type: ignore[call-overload]
             # Real-time mode takes only Spark's own RocksDB store, which a stateless query
             # loses nothing by: the query keeps the setting it starts with (its own session).
-            conf = "spark.sql.streaming.stateStore.providerClass"
-            provider = self.spark.conf.get(conf)
-            self.spark.conf.set(conf, ROCKSDB_PROVIDER)
+            provider = self.spark.conf.get(PROVIDER_CLASS)
+            self.spark.conf.set(PROVIDER_CLASS, ROCKSDB_PROVIDER)
             try:
                 query: StreamingQuery = real_time.start()
             finally:
                 if provider is None:
-                    self.spark.conf.unset(conf)
+                    self.spark.conf.unset(PROVIDER_CLASS)
                 else:
-                    self.spark.conf.set(conf, provider)
+                    self.spark.conf.set(PROVIDER_CLASS, provider)
             return query
         except PySparkException as err:
             message = str(err).split(" SQLSTATE")[0]

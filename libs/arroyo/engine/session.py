@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 # Spark's RocksDB store, plus ``updating_ttl`` for updating aggregates (libs/arroyo/java).
 STATE_STORE_PROVIDER = "arroyo.state.IdleExpiringStateStoreProvider"
+PROVIDER_CLASS = "spark.sql.streaming.stateStore.providerClass"
 # Set per query: the TTL in ms of the updating aggregate whose state directory follows.
 UPDATING_TTL_PREFIX = "spark.sql.streaming.stateStore.arroyo.updatingTtlMs."
 _TRACK_ROWS = "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows"
@@ -41,7 +42,7 @@ class SessionSettings:
 
 def state_rows_counted(spark: SparkSession) -> bool:
     """Whether streaming progress counts the rows in keyed state (``numRowsTotal``)."""
-    provider = spark.conf.get("spark.sql.streaming.stateStore.providerClass") or ""
+    provider = spark.conf.get(PROVIDER_CLASS) or ""
     rocksdb = provider in (ROCKSDB_PROVIDER, STATE_STORE_PROVIDER)
     return not rocksdb or spark.conf.get(_TRACK_ROWS) != "false"
 
@@ -74,7 +75,7 @@ def get_or_create_session(settings: SessionSettings = SessionSettings()) -> Spar
         # Keyed state (windows, joins) lives in RocksDB, off the JVM heap, and checkpoints as a
         # changelog per batch rather than a full snapshot: large state neither exhausts the heap
         # nor makes each commit slower as it grows. (Arroyo's subclass adds ``updating_ttl``.)
-        .config("spark.sql.streaming.stateStore.providerClass", STATE_STORE_PROVIDER)
+        .config(PROVIDER_CLASS, STATE_STORE_PROVIDER)
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         # Counting state rows costs a read before every write (Nexmark q5: a quarter of its
         # time); progress then reports the rows as 0, which the runner reports as not counted.

@@ -71,7 +71,8 @@ _COMMON_OPTIONS = {"connector", "type", "format", "bad_data", "connection_profil
 _KNOWN_SETTINGS = {"updating_ttl"}
 # Columns the planner adds for the engine, never written to a sink as data.
 _HIDDEN = (EVENT_TIME, KEEP, TOUCHED)
-# Arroyo's default: state of updating joins is kept for a day after its event time.
+# Arroyo's default updating_ttl: a join's rows are kept for a day of event time, an updating
+# aggregate's keys for a day without an update.
 _DEFAULT_UPDATING_TTL_US = 24 * 3_600_000_000
 
 
