@@ -151,11 +151,18 @@ def run(
     parser.add_argument("--batch-rows", type=int, default=batch_rows)
     parser.add_argument("--rate", type=int, default=rate, help="event time rate")
     parser.add_argument("--parallelism", type=int, default=2)
+    parser.add_argument(
+        "--queries", default=",".join(queries), help=f"comma-separated, of {', '.join(queries)}"
+    )
     args = parser.parse_args()
+    chosen = args.queries.split(",")
+    if unknown := sorted(set(chosen) - set(queries)):
+        parser.error(f"unknown queries: {', '.join(unknown)}")
     spark = get_or_create_session(SessionSettings(parallelism=args.parallelism))
-    width = max(map(len, queries))
+    width = max(map(len, chosen))
     print(header(width))
-    for name, select in queries.items():
+    for name in chosen:
+        select = queries[name]
         with tempfile.TemporaryDirectory() as tmp:
             sql = (
                 f"CREATE TABLE nexmark WITH (connector = 'nexmark', event_rate = '{args.rate}');\n"

@@ -13,7 +13,8 @@ the path of the driver and of Spark's Python workers.
 
 How each kind runs:
 
-- ``@udf`` on a function: an Arrow-optimised Spark UDF (rows move in Arrow batches).
+- ``@udf`` on a function: an Arrow UDF, called once per Arrow batch, mapping the function over
+  its rows as plain Python values.
 - ``@udf`` on an ``async def``: a pandas UDF; each batch's calls run on an event loop with at most
   ``concurrency`` in flight and ``timeout`` seconds each, results in input order.
 - ``@udaf``: the planner rewrites ``f(x)`` to ``f(collect_list(x))`` inside the aggregate, and
@@ -244,8 +245,11 @@ def register(spark: SparkSession, library: UdfLibrary) -> None:
             function = _async_udf(u)
         elif u.kind == "udaf":
             function = F.udf(_aggregate_call(u), u.returns.spark, useArrow=True)
-        else:
+        elif not u.args:
+            # An Arrow batch of no columns has no length to map over: Spark calls it per row.
             function = F.udf(_scalar_call(u), u.returns.spark, useArrow=True)
+        else:
+            function = _vectorised_udf(u)
         spark.udf.register(udf_function_name(name), function)
 
 
@@ -290,6 +294,59 @@ def _scalar_call(u: UdfDef) -> Callable[..., Any]:
             raise _failure(name, args, err) from err
 
     return call
+
+
+def _vectorised_udf(u: UdfDef) -> Any:
+    """A scalar UDF as an Arrow UDF: one Python call per Arrow batch, which maps the user's
+    function over the batch's rows as plain Python values.
+
+    Spark's Arrow-optimised ``udf`` does the same conversions but calls back into Python per
+    row, and our per-row wrapper (strict nulls, the error naming the input) doubled that; here
+    the wrapper runs once per batch, and per row only when a strict argument has nulls or a call
+    has failed and the failing row must be found to name it."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
+    from pyspark.sql.pandas.types import to_arrow_type
+    from pyspark.sql.types import _parse_datatype_string
+
+    func, name = u.func, u.name
+    strict = [i for i, a in enumerate(u.args) if not a.nullable]
+    returns = to_arrow_type(_parse_datatype_string(u.returns.spark), timezone="UTC")
+    naive = [a.spark == "TIMESTAMP" for a in u.args]
+
+    def run(*arrays: Any) -> Any:
+        columns = [
+            _naive_utc(a) if is_ts else a.to_pylist()
+            for a, is_ts in zip(arrays, naive, strict=True)
+        ]
+        if any(arrays[i].null_count for i in strict):
+            skip = [any(columns[i][row] is None for i in strict) for row in range(len(arrays[0]))]
+            rows = zip(*columns, strict=True)
+            results = [None if s else _call(func, name, r) for s, r in zip(skip, rows, strict=True)]
+        else:
+            try:
+                results = list(map(func, *columns))
+            except Exception:
+                # Find the row that fails, to name it in the error.
+                results = [_call(func, name, r) for r in zip(*columns, strict=True)]
+        return pa.array(results, type=returns)
+
+    with warnings.catch_warnings():
+        # It prefers type hints, which cannot describe varargs.
+        warnings.simplefilter("ignore", UserWarning)
+        return arrow_udf(run, u.returns.spark, ArrowUDFType.SCALAR)
+
+
+def _naive_utc(array: Any) -> list[Any]:
+    """Timestamps as naive UTC datetimes, as Spark's row-at-a-time UDFs hand them over."""
+    return [None if v is None else v.replace(tzinfo=None) for v in array.to_pylist()]
+
+
+def _call(func: Callable[..., Any], name: str, args: tuple[Any, ...]) -> Any:
+    try:
+        return func(*args)
+    except Exception as err:
+        raise _failure(name, args, err) from err
 
 
 def _aggregate_call(u: UdfDef) -> Callable[..., Any]:

@@ -3,7 +3,7 @@
 # dependencies = ["inflection==0.5.1"]
 # ///
 import asyncio
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import inflection
 
@@ -28,6 +28,21 @@ def plural(word: str) -> str:
 @udf
 def minute_of(ts: datetime) -> int:
     return ts.minute
+
+
+@udf
+def an_hour_later(ts: datetime) -> datetime:
+    return ts + timedelta(hours=1)
+
+
+@udf
+def size(data: bytes) -> int:
+    return len(data)
+
+
+@udf
+def total(values: list[str]) -> int:
+    return sum(len(v) for v in values)
 
 
 @udf

@@ -21,7 +21,7 @@ EVENTS = [json.loads(line) for line in (INPUTS / "events.json").read_text().spli
 
 SOURCE = f"""
 CREATE TABLE events (id BIGINT NOT NULL, "user" TEXT, amount DOUBLE, ts TIMESTAMP NOT NULL,
-                     WATERMARK FOR ts)
+                     tags TEXT[], WATERMARK FOR ts)
 WITH (connector = 'single_file', path = '{INPUTS / "events.json"}', format = 'json',
       type = 'source');
 """
@@ -69,6 +69,34 @@ def test_scalar_udfs(spark: SparkSession, tmp_path: Path, library: UdfLibrary) -
             "m": minute,
             "t": [f"t{i}" for i in range(e["id"] % 3)],
             "sq": e["id"] ** 2,
+        }
+
+
+@pytest.mark.spark
+def test_scalar_udf_values_and_strict_nulls(
+    spark: SparkSession, tmp_path: Path, library: UdfLibrary
+) -> None:
+    """Timestamps, bytes and arrays go in and out as Python values without shifting, and a
+    NULL into an argument not annotated ``| None`` gives NULL without calling the function."""
+    rows = run(
+        spark,
+        tmp_path,
+        library,
+        "SELECT id, double(CASE WHEN id % 2 = 0 THEN NULL ELSE id END) AS d, "
+        'an_hour_later(ts) AS later, size(CAST("user" AS BYTEA)) AS n, total(tags) AS t, '
+        'shout(CASE WHEN id % 3 = 0 THEN NULL ELSE "user" END) AS s FROM events',
+    )
+    by_id = {r["id"]: r for r in rows}
+    assert sorted(by_id) == [e["id"] for e in EVENTS]
+    for e in EVENTS:
+        later = dt.datetime.fromisoformat(e["ts"]) + dt.timedelta(hours=1)
+        assert by_id[e["id"]] == {
+            "id": e["id"],
+            "d": None if e["id"] % 2 == 0 else 2 * e["id"],
+            "later": later.isoformat(),
+            "n": len(e["user"]),
+            "t": sum(len(t) for t in e["tags"]),
+            "s": "NOBODY" if e["id"] % 3 == 0 else e["user"].upper() + "!",
         }
 
 
