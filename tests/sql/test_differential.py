@@ -84,3 +84,25 @@ def test_session_window_matches_a_direct_computation() -> None:
 
 def _minus_seconds(iso: str, seconds: int) -> str:
     return (dt.datetime.fromisoformat(iso) - dt.timedelta(seconds=seconds)).isoformat()
+
+
+def test_busiest_users_per_hop_window_match_duckdb() -> None:
+    """windowed_local_join (Nexmark q5's shape), which the engine runs per micro-batch."""
+    rows = (
+        _events()
+        .execute("""
+        WITH starts AS (
+            SELECT DISTINCT time_bucket(INTERVAL 30 SECOND, ts::TIMESTAMP) - INTERVAL 30 SECOND * k
+                   AS start
+            FROM events, range(4) AS r(k)),
+        counts AS (
+            SELECT start, "user", count(*) AS c FROM starts JOIN events
+              ON ts::TIMESTAMP >= start AND ts::TIMESTAMP < start + INTERVAL 2 MINUTE
+            GROUP BY ALL)
+        SELECT start, "user", c FROM counts
+        WHERE c >= (SELECT max(c) FROM counts AS m WHERE m.start = counts.start)""")
+        .fetchall()
+    )
+    expected = Counter((_ts(s), u, c) for s, u, c in rows)
+    got = Counter((r["start"], r["user"], r["c"]) for r in _golden("windowed_local_join"))
+    assert got == expected

@@ -115,6 +115,10 @@ class _State:
     views: list[ViewSpec] = field(default_factory=list)
     view_windows: dict[str, tuple[str, WindowSpec] | None] = field(default_factory=dict)
     view_updating: dict[str, list[str] | None] = field(default_factory=dict)
+    # Views whose rows of each window all leave one streaming windowed aggregate (their root)
+    # in the same micro-batch: the root's name (see _Rewriter._window_local_join).
+    view_roots: dict[str, str] = field(default_factory=dict)
+    view_nodes: dict[str, exp.Query] = field(default_factory=dict)  # their rewritten queries
     inserts: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     updating_inserts: dict[str, list[str]] = field(default_factory=dict)
     batch_inserts: dict[str, str] = field(default_factory=dict)
@@ -203,6 +207,7 @@ class Planner:
                     state.views.append(view)
                     state.view_windows[stmt.name] = planned.window
                     state.view_updating[stmt.name] = planned.updating
+                    _note_window_root(state, view, planned)
                 elif isinstance(stmt, Insert) and stmt.table in state.memory:
                     self._write_memory_table(state, stmt)
                 elif isinstance(stmt, Insert):
@@ -219,7 +224,9 @@ class Planner:
                             f"cannot insert into '{stmt.table}': it is a source table",
                             text.span(stmt.offset),
                         )
-                    planned = _Rewriter(self, state).top_level(stmt.query)
+                    sink_connector = connector(target.spec.connector)
+                    local_joins = sink_connector is not None and sink_connector.writes_lines
+                    planned = _Rewriter(self, state, local_joins).top_level(stmt.query)
                     sql_text = planned.node.sql(dialect="spark")
                     self.analyse(state, sql_text, stmt.query)
                     if planned.updating is not None:
@@ -230,7 +237,7 @@ class Planner:
                         state.batch_inserts[stmt.table] = planned.batch_input
                     state.inserts.setdefault(stmt.table, []).append((sql_text, stmt.offset))
                 elif isinstance(stmt, Query):
-                    planned = _Rewriter(self, state).top_level(stmt.query)
+                    planned = _Rewriter(self, state, local_joins=True).top_level(stmt.query)
                     sql_text = planned.node.sql(dialect="spark")
                     self.analyse(state, sql_text, stmt.query)
                     name = f"select_{sum(1 for q in state.inserts if q.startswith('select_'))}"
@@ -756,10 +763,13 @@ def _spark_diagnostic(text: SourceText, err: Any, original: exp.Expr) -> Plannin
 class _Rewriter:
     """Rewrites one query (recursively: CTEs, subqueries, unions) into Spark's terms."""
 
-    def __init__(self, planner: Planner, state: _State) -> None:
+    def __init__(self, planner: Planner, state: _State, local_joins: bool = False) -> None:
         self.planner = planner
         self.state = state
         self.text = state.text
+        # Whether a join of windows may run per micro-batch (_window_local_join): only for a
+        # query written into a sink that takes per-batch results.
+        self.local_joins = local_joins
 
     def top_level(self, query: exp.Query) -> _Planned:
         for clause, what in (("order", "ORDER BY"), ("limit", "LIMIT")):
@@ -825,6 +835,7 @@ class _Rewriter:
         self.state.views.append(view)
         self.state.view_windows[unique] = planned.window
         self.state.view_updating[unique] = planned.updating
+        _note_window_root(self.state, view, planned)
         for table in query.find_all(exp.Table):
             if table.name == name and not table.args.get("db"):
                 alias = table.alias or name
@@ -884,7 +895,74 @@ class _Rewriter:
         if len(relations) > 1 and not all(r.window for r in relations):
             self._check_unwindowed_joins(select)
             self._bound_unwindowed_joins(select, relations)
+        if len(relations) > 1 and self.local_joins:
+            local = self._window_local_join(select, relations)
+            if local is not None:
+                return local
         return self._projection(select, relations)
+
+    def _window_local_join(self, select: exp.Select, relations: list[_Relation]) -> _Planned | None:
+        """A join of windowed views on their windows, where every view derives, window by
+        window, from one streaming windowed aggregate (its root; e.g. Nexmark q5: the counts
+        per auction and window, and the maximum count per window of those counts). All the
+        rows of a window leave the root in the micro-batch in which the watermark passes the
+        window's end, so each view's rows of that window, and the join of them, can be computed
+        from that batch alone. The query runs per batch over the root's batch instead of as a
+        streaming join: the root's aggregate is kept once (Spark would run it once per side of
+        the join) and the join and the derived aggregates keep no state. Same rows, emitted in
+        the same micro-batch as the streaming join would emit them."""
+        from_ = select.args.get("from_") or select.args.get("from")
+        assert from_ is not None
+        sources = [from_.this, *(j.this for j in select.args.get("joins") or [])]
+        if not all(isinstance(t, exp.Table) for t in sources):
+            return None
+        roots = {self.state.view_roots.get(t.name) for t in sources}
+        if len(roots) != 1 or None in roots:
+            return None
+        windows = {(r.alias, r.window[0]) for r in relations if r.window is not None}
+        for join, rel in zip(select.args.get("joins") or [], relations[1:], strict=True):
+            on = join.args.get("on")
+            if (join.args.get("side") or "").upper() or on is None or rel.window is None:
+                return None
+            mine = (rel.alias, rel.window[0])
+            if not any(
+                isinstance(eq.this, exp.Column)
+                and isinstance(eq.expression, exp.Column)
+                and mine in (sides := {(c.table, c.name) for c in (eq.this, eq.expression)})
+                and len(sides) == 2
+                and sides <= windows
+                for eq in on.find_all(exp.EQ)
+            ):
+                return None
+        (root,) = roots
+        assert root is not None
+        batch = self.planner.spark.table(quote_name(root)).schema
+        self.planner.spark.createDataFrame([], batch).createOrReplaceTempView(batch_view_name(root))
+        for table in sources:
+            assert isinstance(table, exp.Table)
+            table.replace(
+                exp.Subquery(
+                    this=self._batch_form(table.name),
+                    alias=exp.TableAlias(this=exp.to_identifier(table.alias_or_name)),
+                )
+            )
+        planned = self._projection(select, relations)
+        return _Planned(planned.node, None, None, root)
+
+    def _batch_form(self, view: str) -> exp.Query:
+        """A window-local view's query, reading its root's micro-batch instead of the stream."""
+        root = self.state.view_roots[view]
+        if root == view:
+            return exp.select("*").from_(exp.to_identifier(batch_view_name(root)))
+        node = self.state.view_nodes[view].copy()
+        for table in list(node.find_all(exp.Table)):
+            table.replace(
+                exp.Subquery(
+                    this=self._batch_form(table.name),
+                    alias=exp.TableAlias(this=exp.to_identifier(table.alias_or_name)),
+                )
+            )
+        return node
 
     def _bound_unwindowed_joins(self, select: exp.Select, relations: list[_Relation]) -> None:
         """``updating_ttl`` for joins without windows. Arroyo drops a row from a join's state
@@ -1377,6 +1455,25 @@ class _Rewriter:
                     window = (p.alias_or_name, spec)
                     break
         return _Planned(select, window)
+
+
+def _note_window_root(state: _State, view: ViewSpec, planned: _Planned) -> None:
+    """Record the view's root if it is window-local (see _Rewriter._window_local_join): a
+    windowed aggregate over unwindowed input is its own root; a windowed query over exactly one
+    window-local view shares that view's root."""
+    if planned.window is None or planned.updating is not None or planned.batch_input is not None:
+        return
+    tables = {t.name for t in planned.node.find_all(exp.Table)}
+    if len(tables) != 1:
+        return
+    (table,) = tables
+    if table in state.view_roots:
+        state.view_roots[view.name] = state.view_roots[table]
+    elif state.view_windows.get(table) is None and state.view_updating.get(table) is None:
+        state.view_roots[view.name] = view.name
+    else:
+        return
+    state.view_nodes[view.name] = planned.node.copy()
 
 
 def quote_name(name: str) -> str:
