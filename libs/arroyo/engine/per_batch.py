@@ -1,4 +1,5 @@
-"""Queries that run per micro-batch: window functions (ROW_NUMBER, RANK...) over windowed input.
+"""Queries that run per micro-batch: window functions (ROW_NUMBER, RANK...) over windowed input,
+and joins of windows derived from one windowed aggregate.
 
 Spark runs no ranking window function on a stream. Over windowed input it does not need to: a
 window's rows all leave its aggregate in the micro-batch in which the watermark passes the
@@ -23,12 +24,26 @@ class PerBatchQuery:
         self.sql = sql
         self.sink = sink
         self.writer = writer
+        self.reads_twice = sql.count(view) > 1
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         with batch_in_flight():
             if self.writer.committed(batch_id):
                 consume(df)
                 return
-            df.createOrReplaceTempView(self.view)
-            result = df.sparkSession.sql(self.sql)
-            self.writer.write(batch_id, lines_of(encode(result, self.sink)))
+            if self.reads_twice:
+                # Read twice by one query (a join of windows), the batch must be computed
+                # once: computing it again would run its stateful operators again.
+                df = df.persist()
+            try:
+                df.createOrReplaceTempView(self.view)
+                result = df.sparkSession.sql(self.sql)
+                if self.sink.format is None:
+                    # A sink without records (blackhole): the rows are computed, not encoded.
+                    consume(result)
+                    self.writer.write(batch_id, ())
+                else:
+                    self.writer.write(batch_id, lines_of(encode(result, self.sink)))
+            finally:
+                if self.reads_twice:
+                    df.unpersist()
