@@ -203,6 +203,14 @@ def q17(events: DataFrame) -> tuple[DataFrame, str]:
     ), "update"
 
 
+def q18(events: DataFrame) -> tuple[DataFrame, str]:
+    # The last bid of each bidder on each auction, as a PySpark user states it on a stream.
+    last = F.max_by(F.struct("bid.price"), "bid.datetime")
+    keys = (F.col("bid.bidder").alias("bidder"), F.col("bid.auction").alias("auction"))
+    grouped = _bids(events).groupBy(*keys).agg(last.alias("last"))
+    return grouped.select("auction", "bidder", "last.price"), "update"
+
+
 def q20(events: DataFrame) -> tuple[DataFrame, str]:
     bids = _bids(events).select("bid.*", F.col("_timestamp").alias("bt"))
     auctions = events.filter(F.col("auction").isNotNull()).select(

@@ -106,3 +106,24 @@ def test_busiest_users_per_hop_window_match_duckdb() -> None:
     expected = Counter((_ts(s), u, c) for s, u, c in rows)
     got = Counter((r["start"], r["user"], r["c"]) for r in _golden("windowed_local_join"))
     assert got == expected
+
+
+def test_latest_event_per_user_and_kind_matches_duckdb() -> None:
+    """updating_last_per_key (Nexmark q18's shape: ROW_NUMBER() = 1 without windows), which the
+    engine runs as an updating max_by aggregate: the changes, replayed, give the batch result."""
+    rows = (
+        _events()
+        .execute("""
+        SELECT "user", kind, id, amount, rn FROM (
+            SELECT "user", kind, id, amount,
+                   ROW_NUMBER() OVER (PARTITION BY "user", kind ORDER BY ts DESC, id DESC) AS rn
+            FROM events WHERE amount > 10)
+        WHERE rn = 1""")
+        .fetchall()
+    )
+    expected = Counter(rows)
+    got = Counter(
+        (r["user"], r["kind"], r["id"], r["amount"], r["rn"])
+        for r in _golden("updating_last_per_key")
+    )
+    assert got == expected

@@ -126,6 +126,30 @@ CASES = [
         28,
     ),
     (
+        "top_n_over_unwindowed_input",
+        "INSERT INTO out SELECT id FROM (SELECT id, name,\n"
+        "ROW_NUMBER() OVER (PARTITION BY name ORDER BY id DESC) AS rn FROM src) WHERE rn <= 3;",
+        "unwindowed_top_n",
+        5,
+        78,
+    ),
+    (
+        "top_one_not_selecting_its_partition",
+        "INSERT INTO out SELECT id FROM (SELECT id,\n"
+        "ROW_NUMBER() OVER (PARTITION BY name ORDER BY id DESC) AS rn FROM src) WHERE rn = 1;",
+        "unwindowed_top_n",
+        5,
+        1,
+    ),
+    (
+        "top_one_in_mixed_directions",
+        "INSERT INTO out SELECT id FROM (SELECT id, name,\n"
+        "ROW_NUMBER() OVER (PARTITION BY name ORDER BY id DESC, ts) AS rn FROM src) WHERE rn = 1;",
+        "unwindowed_top_n",
+        5,
+        1,
+    ),
+    (
         "row_number_not_partitioned_by_window",
         "INSERT INTO out SELECT c, ROW_NUMBER() OVER (ORDER BY c) FROM (SELECT tumble("
         "interval '1 minute') AS w, count(*) AS c FROM src GROUP BY w) AS t;",

@@ -1,5 +1,6 @@
--- Query 18: the last bid of each bidder on each auction.
--- NOT YET: ROW_NUMBER over unwindowed input (an updating top-N) is refused.
+-- Query 18: the last bid of each bidder on each auction. ROW_NUMBER() = 1 over input without
+-- windows is an updating result: the engine runs it as GROUP BY bidder, auction with
+-- max_by(row, datetime), and the sink takes each change.
 INSERT INTO sink
 SELECT auction, bidder, price FROM (
     SELECT bid.auction AS auction, bid.bidder AS bidder, bid.price AS price,

@@ -1,5 +1,6 @@
 -- Query 19: the ten highest bids of each auction.
--- NOT YET: ROW_NUMBER over unwindowed input (an updating top-N) is refused.
+-- NOT YET: a top-N without windows is supported for N = 1 only (q18); for N > 1 the result
+-- would be N changing rows per key, which the engine's updating results do not express yet.
 INSERT INTO sink
 SELECT auction, price FROM (
     SELECT bid.auction AS auction, bid.price AS price,

@@ -1,5 +1,6 @@
 -- Query 9: winning bids: the highest valid bid of each auction when it closes.
--- NOT YET: a ROW_NUMBER over a join without windows (top-N over updating input) is refused.
+-- NOT YET: ROW_NUMBER() = 1 without windows is an updating aggregate (as in q18), and the
+-- engine refuses an aggregate over a join without windows.
 INSERT INTO sink
 SELECT id, price FROM (
     SELECT A.auction.id AS id, B.bid.price AS price,

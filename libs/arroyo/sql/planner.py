@@ -845,7 +845,14 @@ class _Rewriter:
     # -- SELECT ----------------------------------------------------------------------------
 
     def _select(self, select: exp.Select) -> _Planned:
-        relations = self._relations(select)
+        try:
+            relations = self._relations(select)
+        except PlanningError as err:
+            if not any(d.code == "window_function_input" for d in err.diagnostics):
+                raise
+            if not self._unwindowed_top_one(select):
+                raise
+            relations = self._relations(select)
         self._expand_stars(select, relations)
         try:
             translate(
@@ -1240,6 +1247,87 @@ class _Rewriter:
         ).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias))))
         return _Planned(outer, out_window)
 
+    def _unwindowed_top_one(self, select: exp.Select) -> bool:
+        """``SELECT .. FROM (SELECT .., ROW_NUMBER() OVER (PARTITION BY k ORDER BY o DESC) AS rn
+        FROM t) WHERE rn = 1`` over input without windows (the last bid of each bidder, the
+        first order of each customer): the row of each key with the largest (or smallest) o,
+        which changes as input arrives. Rewritten to the updating aggregate it is: GROUP BY k,
+        each other column ``max_by(row, o)`` (``min_by`` for ascending order). Returns whether
+        ``select`` had that form; it is rewritten in place. Top-N for N > 1 is refused with a
+        diagnostic, as are forms it cannot state as an aggregate."""
+        from_ = select.args.get("from_") or select.args.get("from")
+        if from_ is None or not isinstance(from_.this, exp.Subquery):
+            return False
+        inner = from_.this.this
+        if not isinstance(inner, exp.Select) or inner.args.get("group") is not None:
+            return False
+        ranked = [p for p in inner.expressions if isinstance(p.unalias(), exp.Window)]
+        if len(ranked) != 1 or not isinstance(ranked[0].unalias().this, exp.RowNumber):
+            return False
+        window = ranked[0].unalias()
+        rank = ranked[0].alias_or_name
+        span = _span_of(self.text, window)
+        where = select.args.get("where")
+        conditions = list(where.this.flatten()) if where is not None else []
+        if where is not None and not isinstance(where.this, exp.And):
+            conditions = [where.this]
+        bound = next((c for c in conditions if _rank_limit(c, rank) is not None), None)
+        if bound is None:
+            return False
+        if _rank_limit(bound, rank) != 1:
+            raise _error(
+                "unwindowed_top_n",
+                "a top-N over input without windows is supported for N = 1 only "
+                f"(WHERE {rank} = 1: the first or last row of each key); for N > 1, "
+                "window the input and partition by the window",
+                _span_of(self.text, bound.this) or span,
+            )
+        order = window.args.get("order")
+        ordered = order.expressions if order is not None else []
+        directions = {bool(o.args.get("desc")) for o in ordered}
+        if not ordered or len(directions) != 1:
+            raise _error(
+                "unwindowed_top_n",
+                "ROW_NUMBER() over input without windows needs an ORDER BY, all in one "
+                "direction (ASC or DESC)",
+                span,
+            )
+        keys = window.args.get("partition_by") or []
+        projected = {p.unalias() for p in inner.expressions if p is not ranked[0]}
+        if not keys or any(k not in projected for k in keys):
+            raise _error(
+                "unwindowed_top_n",
+                "ROW_NUMBER() over input without windows must be PARTITION BY columns that "
+                "the query also selects (they become the keys of its updating result)",
+                span,
+            )
+        by = (
+            ordered[0].this
+            if len(ordered) == 1
+            else exp.Struct(expressions=[o.this.copy() for o in ordered])
+        )
+        values = [p for p in inner.expressions if p is not ranked[0] and p.unalias() not in keys]
+        row = exp.Struct(
+            expressions=[
+                exp.PropertyEQ(this=exp.to_identifier(f"c{i}"), expression=p.unalias().copy())
+                for i, p in enumerate(values)
+            ]
+        )
+        pick = exp.ArgMax if directions == {True} else exp.ArgMin
+        for i, p in enumerate(values):
+            chosen = pick(this=row.copy(), expression=by.copy())
+            field_ = exp.Dot(this=chosen, expression=exp.to_identifier(f"c{i}"))
+            p.replace(exp.alias_(field_, p.alias_or_name))
+        inner.set("expressions", [p for p in inner.expressions if p is not ranked[0]])
+        inner.set("group", exp.Group(expressions=[k.copy() for k in keys]))
+        rest = [c for c in conditions if c is not bound]
+        select.set("where", exp.Where(this=exp.and_(*rest)) if rest else None)
+        for col in list(select.find_all(exp.Column)):
+            if col.name == rank and col.table in ("", from_.this.alias_or_name):
+                one = exp.Literal.number(1)
+                col.replace(exp.alias_(one, rank) if col.parent is select else one)
+        return True
+
     def _per_window_ranking(
         self, select: exp.Select, relations: list[_Relation], over: list[exp.Window]
     ) -> _Planned:
@@ -1455,6 +1543,21 @@ class _Rewriter:
                     window = (p.alias_or_name, spec)
                     break
         return _Planned(select, window)
+
+
+def _rank_limit(condition: exp.Expression, rank: str) -> int | None:
+    """N, if ``condition`` is ``rank <= N``, ``rank < N + 1`` or ``rank = N`` for N = 1."""
+    if not isinstance(condition, exp.LTE | exp.LT | exp.EQ):
+        return None
+    column, limit = condition.this, condition.expression
+    if not (isinstance(column, exp.Column) and column.name == rank):
+        return None
+    if not (isinstance(limit, exp.Literal) and not limit.is_string and limit.name.isdigit()):
+        return None
+    n = int(limit.name) - (1 if isinstance(condition, exp.LT) else 0)
+    if isinstance(condition, exp.EQ) and n != 1:
+        return None
+    return n
 
 
 def _note_window_root(state: _State, view: ViewSpec, planned: _Planned) -> None:
