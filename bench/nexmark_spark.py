@@ -211,6 +211,14 @@ def q18(events: DataFrame) -> tuple[DataFrame, str]:
     return grouped.select("auction", "bidder", "last.price"), "update"
 
 
+def q19(events: DataFrame) -> tuple[DataFrame, str]:
+    # The ten highest bids of each auction: a bounded heap per auction, one row per rank.
+    top = F.max_by(F.struct("bid.price"), "bid.price", 10)
+    grouped = _bids(events).groupBy(F.col("bid.auction").alias("auction")).agg(top.alias("top"))
+    ranked = grouped.select("auction", F.posexplode("top").alias("rank", "bid"))
+    return ranked.select("auction", "bid.price", (F.col("rank") + 1).alias("rank_number")), "update"
+
+
 def q20(events: DataFrame) -> tuple[DataFrame, str]:
     bids = _bids(events).select("bid.*", F.col("_timestamp").alias("bt"))
     auctions = events.filter(F.col("auction").isNotNull()).select(

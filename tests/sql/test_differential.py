@@ -127,3 +127,21 @@ def test_latest_event_per_user_and_kind_matches_duckdb() -> None:
         for r in _golden("updating_last_per_key")
     )
     assert got == expected
+
+
+def test_top_three_amounts_per_user_match_duckdb() -> None:
+    """updating_top_n (Nexmark q19's shape: ROW_NUMBER() <= 3 without windows), which the engine
+    runs as an updating max_by(row, amount, 3) aggregate, one row per rank."""
+    rows = (
+        _events()
+        .execute("""
+        SELECT "user", rn, id, amount FROM (
+            SELECT "user", id, amount,
+                   ROW_NUMBER() OVER (PARTITION BY "user" ORDER BY amount DESC) AS rn
+            FROM events)
+        WHERE rn <= 3""")
+        .fetchall()
+    )
+    expected = Counter(rows)
+    got = Counter((r["user"], r["rn"], r["id"], r["amount"]) for r in _golden("updating_top_n"))
+    assert got == expected

@@ -126,9 +126,9 @@ CASES = [
         28,
     ),
     (
-        "top_n_over_unwindowed_input",
+        "top_n_too_large",
         "INSERT INTO out SELECT id FROM (SELECT id, name,\n"
-        "ROW_NUMBER() OVER (PARTITION BY name ORDER BY id DESC) AS rn FROM src) WHERE rn <= 3;",
+        "ROW_NUMBER() OVER (PARTITION BY name ORDER BY id DESC) AS rn FROM src) WHERE rn < 200000;",
         "unwindowed_top_n",
         5,
         78,

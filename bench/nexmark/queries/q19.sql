@@ -1,8 +1,8 @@
--- Query 19: the ten highest bids of each auction.
--- NOT YET: a top-N without windows is supported for N = 1 only (q18); for N > 1 the result
--- would be N changing rows per key, which the engine's updating results do not express yet.
+-- Query 19: the ten highest bids of each auction. ROW_NUMBER() <= 10 over input without windows
+-- is an updating result: the engine runs it as GROUP BY auction with max_by(row, price, 10), one
+-- row per rank, keyed by auction and rank (so the rank is selected, as nexmark-flink does).
 INSERT INTO sink
-SELECT auction, price FROM (
+SELECT auction, price, rank_number FROM (
     SELECT bid.auction AS auction, bid.price AS price,
            ROW_NUMBER() OVER (PARTITION BY bid.auction ORDER BY bid.price DESC) AS rank_number
     FROM nexmark WHERE bid IS NOT NULL

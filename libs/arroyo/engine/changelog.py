@@ -95,9 +95,12 @@ class Changelog:
 
     def _changes(self, db: sqlite3.Connection, df: DataFrame) -> Iterator[tuple[str, str | None]]:
         """(key, new row JSON or None when the key no longer qualifies), for changed keys."""
-        key = (
-            F.to_json(F.array(*[F.col(quote(k)) for k in self.keys])) if self.keys else F.lit("[]")
-        )
+        columns = [F.col(quote(k)) for k in self.keys]
+        if len({df.schema[k].dataType for k in self.keys}) > 1:
+            # Keys of several types (a top-N's key and rank): Spark's array() would cast them
+            # to one type, and under ANSI rules text cannot become a number.
+            columns = [c.cast("string") for c in columns]
+        key = F.to_json(F.array(*columns)) if self.keys else F.lit("[]")
         row = json_text(
             F.struct(*[F.col(quote(c)) for c in self.columns]),
             has_timestamps(df.select(*[quote(c) for c in self.columns]).schema),

@@ -74,6 +74,10 @@ _HIDDEN = (EVENT_TIME, KEEP, TOUCHED)
 # Arroyo's default updating_ttl: a join's rows are kept for a day of event time, an updating
 # aggregate's keys for a day without an update.
 _DEFAULT_UPDATING_TTL_US = 24 * 3_600_000_000
+# A top-N without windows: Spark's max_by(x, o, N) takes N up to this.
+_MAX_TOP_N = 100_000
+# The meta key marking a top-N's generated rows and its aggregate (see _unwindowed_top_n).
+_RANKED_ROWS = "arroyo_ranked_rows"
 
 
 @dataclass
@@ -850,7 +854,7 @@ class _Rewriter:
         except PlanningError as err:
             if not any(d.code == "window_function_input" for d in err.diagnostics):
                 raise
-            if not self._unwindowed_top_one(select):
+            if not self._unwindowed_top_n(select):
                 raise
             relations = self._relations(select)
         self._expand_stars(select, relations)
@@ -1247,14 +1251,15 @@ class _Rewriter:
         ).from_(exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias))))
         return _Planned(outer, out_window)
 
-    def _unwindowed_top_one(self, select: exp.Select) -> bool:
+    def _unwindowed_top_n(self, select: exp.Select) -> bool:
         """``SELECT .. FROM (SELECT .., ROW_NUMBER() OVER (PARTITION BY k ORDER BY o DESC) AS rn
-        FROM t) WHERE rn = 1`` over input without windows (the last bid of each bidder, the
-        first order of each customer): the row of each key with the largest (or smallest) o,
-        which changes as input arrives. Rewritten to the updating aggregate it is: GROUP BY k,
-        each other column ``max_by(row, o)`` (``min_by`` for ascending order). Returns whether
-        ``select`` had that form; it is rewritten in place. Top-N for N > 1 is refused with a
-        diagnostic, as are forms it cannot state as an aggregate."""
+        FROM t) WHERE rn <= N`` over input without windows (the last bid of each bidder, the ten
+        highest bids of each auction): the N rows of each key with the largest (or smallest) o,
+        which change as input arrives. Rewritten to the updating aggregate it is: GROUP BY k,
+        and for N = 1 each other column ``max_by(row, o)`` (``min_by`` for ascending order);
+        for N > 1, ``max_by(row, o, N)`` (Spark keeps a bounded heap per key) turned into one
+        row per rank, keyed by k and rn. Returns whether ``select`` had that form; it is
+        rewritten in place. Forms it cannot state as an aggregate are refused."""
         from_ = select.args.get("from_") or select.args.get("from")
         if from_ is None or not isinstance(from_.this, exp.Subquery):
             return False
@@ -1274,12 +1279,11 @@ class _Rewriter:
         bound = next((c for c in conditions if _rank_limit(c, rank) is not None), None)
         if bound is None:
             return False
-        if _rank_limit(bound, rank) != 1:
+        n = _rank_limit(bound, rank) or 0
+        if not 1 <= n <= _MAX_TOP_N:
             raise _error(
                 "unwindowed_top_n",
-                "a top-N over input without windows is supported for N = 1 only "
-                f"(WHERE {rank} = 1: the first or last row of each key); for N > 1, "
-                "window the input and partition by the window",
+                f"a top-N over input without windows takes N from 1 to {_MAX_TOP_N:,}",
                 _span_of(self.text, bound.this) or span,
             )
         order = window.args.get("order")
@@ -1313,19 +1317,62 @@ class _Rewriter:
                 for i, p in enumerate(values)
             ]
         )
-        pick = exp.ArgMax if directions == {True} else exp.ArgMin
-        for i, p in enumerate(values):
-            chosen = pick(this=row.copy(), expression=by.copy())
-            field_ = exp.Dot(this=chosen, expression=exp.to_identifier(f"c{i}"))
-            p.replace(exp.alias_(field_, p.alias_or_name))
-        inner.set("expressions", [p for p in inner.expressions if p is not ranked[0]])
-        inner.set("group", exp.Group(expressions=[k.copy() for k in keys]))
+        descending = directions == {True}
         rest = [c for c in conditions if c is not bound]
         select.set("where", exp.Where(this=exp.and_(*rest)) if rest else None)
-        for col in list(select.find_all(exp.Column)):
-            if col.name == rank and col.table in ("", from_.this.alias_or_name):
-                one = exp.Literal.number(1)
-                col.replace(exp.alias_(one, rank) if col.parent is select else one)
+        inner.set("group", exp.Group(expressions=[k.copy() for k in keys]))
+        if n == 1:
+            pick = exp.ArgMax if descending else exp.ArgMin
+            for i, p in enumerate(values):
+                chosen = pick(this=row.copy(), expression=by.copy())
+                field_ = exp.Dot(this=chosen, expression=exp.to_identifier(f"c{i}"))
+                p.replace(exp.alias_(field_, p.alias_or_name))
+            inner.set("expressions", [p for p in inner.expressions if p is not ranked[0]])
+            for col in list(select.find_all(exp.Column)):
+                if col.name == rank and col.table in ("", from_.this.alias_or_name):
+                    one = exp.Literal.number(1)
+                    col.replace(exp.alias_(one, rank) if col.parent is select else one)
+            return True
+        # N rows per key: inline(transform(max_by(row, o, N), (x, i) -> (x.c0 AS v0, ..,
+        # i + 1 AS rn))) beside the keys, a generator over the aggregate, keyed by k and rn.
+        top = exp.Anonymous(
+            this="max_by" if descending else "min_by",
+            expressions=[row, by.copy(), exp.Literal.number(n)],
+        )
+        item, index = exp.to_identifier("__x"), exp.to_identifier("__i")
+        fields = [
+            exp.PropertyEQ(
+                this=exp.to_identifier(p.alias_or_name),
+                expression=exp.Dot(
+                    this=exp.column(item.copy()), expression=exp.to_identifier(f"c{i}")
+                ),
+            )
+            for i, p in enumerate(values)
+        ]
+        fields.append(
+            exp.PropertyEQ(
+                this=exp.to_identifier(rank),
+                expression=exp.Add(this=exp.column(index.copy()), expression=exp.Literal.number(1)),
+            )
+        )
+        rows = exp.Anonymous(
+            this="inline",
+            expressions=[
+                exp.Anonymous(
+                    this="transform",
+                    expressions=[
+                        top,
+                        exp.Lambda(this=exp.Struct(expressions=fields), expressions=[item, index]),
+                    ],
+                )
+            ],
+        )
+        rows.meta[_RANKED_ROWS] = True
+        inner.set(
+            "expressions",
+            [p for p in inner.expressions if p.unalias() in keys] + [rows],
+        )
+        inner.meta[_RANKED_ROWS] = rank
         return True
 
     def _per_window_ranking(
@@ -1397,8 +1444,12 @@ class _Rewriter:
         keys = [
             p.alias_or_name
             for p in select.expressions
-            if not _has_aggregate(p) and p.alias_or_name != EVENT_TIME
+            if not _has_aggregate(p)
+            and p.alias_or_name != EVENT_TIME
+            and not p.meta.get(_RANKED_ROWS)
         ]
+        if rank := select.meta.get(_RANKED_ROWS):
+            keys.append(rank)  # a top-N's rows, one per rank: _unwindowed_top_n
         having = select.args.get("having")
         if having is not None:
             select.set("having", None)
