@@ -303,7 +303,9 @@ def _vectorised_udf(u: UdfDef) -> Any:
     Spark's Arrow-optimised ``udf`` does the same conversions but calls back into Python per
     row, and our per-row wrapper (strict nulls, the error naming the input) doubled that; here
     the wrapper runs once per batch, and per row only when a strict argument has nulls or a call
-    has failed and the failing row must be found to name it."""
+    has failed and the failing row must be found to name it (the batch's rows before it are
+    called again then, which a function with side effects would notice). Timestamps, top-level
+    ones, arrive as naive UTC datetimes (the session's time zone is UTC)."""
     import pyarrow as pa
     from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
     from pyspark.sql.pandas.types import to_arrow_type
@@ -329,12 +331,48 @@ def _vectorised_udf(u: UdfDef) -> Any:
             except Exception:
                 # Find the row that fails, to name it in the error.
                 results = [_call(func, name, r) for r in zip(*columns, strict=True)]
-        return pa.array(results, type=returns)
+        try:
+            return _as_arrow(results, returns)
+        except (
+            pa.ArrowInvalid,
+            pa.ArrowTypeError,
+            pa.ArrowNotImplementedError,
+            OverflowError,
+        ) as err:
+            raise _bad_result(u, returns, columns, results) from err
 
     with warnings.catch_warnings():
         # It prefers type hints, which cannot describe varargs.
         warnings.simplefilter("ignore", UserWarning)
         return arrow_udf(run, u.returns.spark, ArrowUDFType.SCALAR)
+
+
+def _as_arrow(results: list[Any], returns: Any) -> Any:
+    """The results as an Arrow array of the declared type. Converting straight to the type
+    would truncate (1.5 becomes 1 for ``-> int``); inferring, then a safe cast, refuses that."""
+    import pyarrow as pa
+
+    return pa.array(results).cast(returns, safe=True)
+
+
+def _bad_result(u: UdfDef, returns: Any, columns: list[list[Any]], results: list[Any]) -> Exception:
+    """The error for a result that is not of the declared type, naming the first such row."""
+    import pyarrow as pa
+
+    for row, result in enumerate(results):
+        try:
+            _as_arrow([result], returns)
+        except (
+            pa.ArrowInvalid,
+            pa.ArrowTypeError,
+            pa.ArrowNotImplementedError,
+            OverflowError,
+        ) as err:
+            args = tuple(c[row] for c in columns)
+            return _failure(
+                u.name, args, TypeError(f"returned {result!r}, not {u.returns.spark}: {err}")
+            )
+    return RuntimeError(f"{UDF_ERROR}{u.name}' returned values not of type {u.returns.spark}")
 
 
 def _naive_utc(array: Any) -> list[Any]:

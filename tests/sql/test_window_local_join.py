@@ -35,6 +35,14 @@ def test_a_join_of_windows_derived_from_one_aggregate_runs_per_batch(
         (("JOIN maxima AS M", "LEFT JOIN maxima AS M"), "an outer join"),
         (("ON C.window = M.window", "ON C.c = M.top"), "no equality of the windows"),
         (
+            ("ON C.window = M.window", "ON C.window = M.window OR C.c = M.top"),
+            "the equality of the windows under an OR",
+        ),
+        (
+            ("SELECT C.window.start AS start", "SELECT * FROM (SELECT C.window.start AS start"),
+            "a join inside a subquery",
+        ),
+        (
             ("format = 'json', type = 'sink'", "format = 'parquet', type = 'sink'"),
             "a sink that takes no per-batch results",
         ),
@@ -50,7 +58,10 @@ def test_other_joins_of_windows_stay_streaming_joins(
             "connector = 'filesystem', path = '/dev/null'",
         )
     assert change[0] in sql
-    query = _plan(spark, tmp_path, sql.replace(*change))
+    sql = sql.replace(*change)
+    if "subquery" in why:
+        sql = sql.rstrip().rstrip(";") + ") AS j;"
+    query = _plan(spark, tmp_path, sql)
     assert query.batch_view is None, why
 
 

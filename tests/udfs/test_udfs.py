@@ -144,6 +144,21 @@ def test_a_raising_udf_fails_the_job_naming_it_and_the_input(
     assert "ZeroDivisionError" in caught.value.message
 
 
+@pytest.mark.spark
+def test_a_udf_returning_the_wrong_type_fails_naming_it_and_the_input(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    udfs = tmp_path / "bad.py"
+    udfs.write_text(
+        "from arroyo_udf import udf\n\n@udf\ndef half(x: int) -> int:\n    return x / 2\n"
+    )
+    library = load(udfs.read_text(), str(udfs))
+    with pytest.raises(JobFailedError) as caught:
+        run(spark, tmp_path, library, "SELECT half(id) AS h FROM events WHERE id = 3")
+    assert "UDF 'half' failed on input (3)" in caught.value.message
+    assert "returned 1.5, not BIGINT" in caught.value.message
+
+
 @pytest.mark.parametrize(
     ("source", "message"),
     [

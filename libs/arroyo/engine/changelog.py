@@ -26,6 +26,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType
 
 from arroyo.connectors.base import LineWriter
 from arroyo.connectors.sinks import batch_in_flight, consume
@@ -96,9 +97,11 @@ class Changelog:
     def _changes(self, db: sqlite3.Connection, df: DataFrame) -> Iterator[tuple[str, str | None]]:
         """(key, new row JSON or None when the key no longer qualifies), for changed keys."""
         columns = [F.col(quote(k)) for k in self.keys]
-        if len({df.schema[k].dataType for k in self.keys}) > 1:
-            # Keys of several types (a top-N's key and rank): Spark's array() would cast them
-            # to one type, and under ANSI rules text cannot become a number.
+        texts = [isinstance(df.schema[k].dataType, StringType) for k in self.keys]
+        if any(texts) and not all(texts):
+            # Text and other keys (a top-N's key and rank): Spark's array() would cast the text
+            # to the other type, which fails under ANSI rules. Other mixes (numbers of several
+            # types) keep array()'s own widening, the encoding their stored state has.
             columns = [c.cast("string") for c in columns]
         key = F.to_json(F.array(*columns)) if self.keys else F.lit("[]")
         row = json_text(

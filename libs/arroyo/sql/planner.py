@@ -800,8 +800,8 @@ class _Rewriter:
                     "UNION without ALL is not supported on streams; use UNION ALL",
                     _span_of(self.text, query),
                 )
-            left = self.query(query.left)
-            right = self.query(query.right)
+            left = self._nested(query.left)
+            right = self._nested(query.right)
             if left.batch_input is not None or right.batch_input is not None:
                 raise _error(
                     "window_function_union",
@@ -827,12 +827,22 @@ class _Rewriter:
             )
         return self._select(query)
 
+    def _nested(self, query: exp.Query) -> _Planned:
+        """Plan a query inside this one (a subquery, CTE or UNION branch): a window-local join
+        runs per batch only as the top-level query, as a per-batch result can only go to the
+        sink, not into further streaming operators."""
+        local_joins, self.local_joins = self.local_joins, False
+        try:
+            return self.query(query)
+        finally:
+            self.local_joins = local_joins
+
     def _register_cte(self, query: exp.Query, cte: exp.CTE) -> None:
         from arroyo.engine.build import register_view
 
         name = cte.alias
         unique = f"{name}__cte{next(self.state.counter)}"
-        planned = self.query(cte.this)
+        planned = self._nested(cte.this)
         view = ViewSpec(unique, planned.node.sql(dialect="spark"))
         self.planner.analyse(self.state, view.sql, cte.this)
         register_view(self.planner.spark, view)
@@ -942,7 +952,8 @@ class _Rewriter:
                 and mine in (sides := {(c.table, c.name) for c in (eq.this, eq.expression)})
                 and len(sides) == 2
                 and sides <= windows
-                for eq in on.find_all(exp.EQ)
+                for eq in (on.flatten() if isinstance(on, exp.And) else [on])
+                if isinstance(eq, exp.EQ)
             ):
                 return None
         (root,) = roots
@@ -1037,7 +1048,7 @@ class _Rewriter:
             if isinstance(source, exp.Table):
                 relations.append(self._table_relation(source))
             elif isinstance(source, exp.Subquery):
-                planned = self.query(source.this)
+                planned = self._nested(source.this)
                 source.set("this", planned.node)
                 alias = source.alias or f"__subquery{next(self.state.counter)}"
                 if not source.alias:
@@ -1272,6 +1283,7 @@ class _Rewriter:
         window = ranked[0].unalias()
         rank = ranked[0].alias_or_name
         span = _span_of(self.text, window)
+        original = [p.alias_or_name for p in inner.expressions]
         where = select.args.get("where")
         conditions = list(where.this.flatten()) if where is not None else []
         if where is not None and not isinstance(where.this, exp.And):
@@ -1294,6 +1306,12 @@ class _Rewriter:
                 "unwindowed_top_n",
                 "ROW_NUMBER() over input without windows needs an ORDER BY, all in one "
                 "direction (ASC or DESC)",
+                span,
+            )
+        if self._reads_changelog(inner):
+            raise _error(
+                "window_function_input",
+                "ROW_NUMBER() over a changelog (updating) input is not supported",
                 span,
             )
         keys = window.args.get("partition_by") or []
@@ -1321,6 +1339,34 @@ class _Rewriter:
         rest = [c for c in conditions if c is not bound]
         select.set("where", exp.Where(this=exp.and_(*rest)) if rest else None)
         inner.set("group", exp.Group(expressions=[k.copy() for k in keys]))
+        # max_by/min_by pass over rows whose order is NULL: say so in the query, so that a key
+        # with only such rows has no row (rather than one of NULLs).
+        ranked_only = exp.and_(
+            *[exp.Not(this=exp.Is(this=o.this.copy(), expression=exp.Null())) for o in ordered]
+        )
+        inner_where = inner.args.get("where")
+        inner.set(
+            "where",
+            exp.Where(
+                this=exp.and_(exp.paren(inner_where.this.copy()), ranked_only)
+                if inner_where is not None
+                else ranked_only
+            ),
+        )
+        # SELECT * keeps the inner query's column order (the rewrite moves the keys first).
+        alias = from_.this.alias_or_name
+        for star in [p for p in select.expressions if p.is_star]:
+            star.replace(
+                exp.Tuple(expressions=[exp.column(n, table=alias or None) for n in original])
+            )
+        select.set(
+            "expressions",
+            [
+                e
+                for p in select.expressions
+                for e in (p.expressions if isinstance(p, exp.Tuple) else [p])
+            ],
+        )
         if n == 1:
             pick = exp.ArgMax if descending else exp.ArgMin
             for i, p in enumerate(values):
