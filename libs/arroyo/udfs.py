@@ -282,18 +282,9 @@ def _plain(value: Any) -> Any:
 
 
 def _scalar_call(u: UdfDef) -> Callable[..., Any]:
-    func, name, strict = u.func, u.name, [not a.nullable for a in u.args]
-
-    # The hot path of every row: keep it to one membership test and the call itself.
-    def call(*args: Any) -> Any:
-        if None in args and any(a is None and s for a, s in zip(args, strict, strict=True)):
-            return None
-        try:
-            return func(*args)
-        except Exception as err:
-            raise _failure(name, args, err) from err
-
-    return call
+    """A UDF of no arguments, which Spark calls per row (see ``register``)."""
+    func, name = u.func, u.name
+    return lambda: _call(func, name, ())
 
 
 def _vectorised_udf(u: UdfDef) -> Any:
@@ -306,7 +297,6 @@ def _vectorised_udf(u: UdfDef) -> Any:
     has failed and the failing row must be found to name it (the batch's rows before it are
     called again then, which a function with side effects would notice). Timestamps, top-level
     ones, arrive as naive UTC datetimes (the session's time zone is UTC)."""
-    import pyarrow as pa
     from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
     from pyspark.sql.pandas.types import to_arrow_type
     from pyspark.sql.types import _parse_datatype_string
@@ -333,12 +323,7 @@ def _vectorised_udf(u: UdfDef) -> Any:
                 results = [_call(func, name, r) for r in zip(*columns, strict=True)]
         try:
             return _as_arrow(results, returns)
-        except (
-            pa.ArrowInvalid,
-            pa.ArrowTypeError,
-            pa.ArrowNotImplementedError,
-            OverflowError,
-        ) as err:
+        except _NotOfTypeError as err:
             raise _bad_result(u, returns, columns, results) from err
 
     with warnings.catch_warnings():
@@ -352,22 +337,23 @@ def _as_arrow(results: list[Any], returns: Any) -> Any:
     would truncate (1.5 becomes 1 for ``-> int``); inferring, then a safe cast, refuses that."""
     import pyarrow as pa
 
-    return pa.array(results).cast(returns, safe=True)
+    try:
+        return pa.array(results).cast(returns, safe=True)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError) as err:
+        raise _NotOfTypeError(str(err)) from err
+
+
+class _NotOfTypeError(ValueError):
+    pass
 
 
 def _bad_result(u: UdfDef, returns: Any, columns: list[list[Any]], results: list[Any]) -> Exception:
     """The error for a result that is not of the declared type, naming the first such row."""
-    import pyarrow as pa
 
     for row, result in enumerate(results):
         try:
             _as_arrow([result], returns)
-        except (
-            pa.ArrowInvalid,
-            pa.ArrowTypeError,
-            pa.ArrowNotImplementedError,
-            OverflowError,
-        ) as err:
+        except _NotOfTypeError as err:
             args = tuple(c[row] for c in columns)
             return _failure(
                 u.name, args, TypeError(f"returned {result!r}, not {u.returns.spark}: {err}")
