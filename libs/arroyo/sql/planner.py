@@ -958,8 +958,7 @@ class _Rewriter:
                 return None
         (root,) = roots
         assert root is not None
-        batch = self.planner.spark.table(quote_name(root)).schema
-        self.planner.spark.createDataFrame([], batch).createOrReplaceTempView(batch_view_name(root))
+        self._register_batch_view(root)
         for table in sources:
             assert isinstance(table, exp.Table)
             table.replace(
@@ -1457,8 +1456,7 @@ class _Rewriter:
         else:
             assert isinstance(source, exp.Table)
             view = source.name
-        batch = self.planner.spark.table(quote_name(view)).schema
-        self.planner.spark.createDataFrame([], batch).createOrReplaceTempView(batch_view_name(view))
+        self._register_batch_view(view)
         source.replace(
             exp.Table(
                 this=exp.to_identifier(batch_view_name(view)),
@@ -1466,6 +1464,13 @@ class _Rewriter:
             )
         )
         return _Planned(select, None, None, view)
+
+    def _register_batch_view(self, view: str) -> None:
+        """An empty stand-in for the micro-batch of ``view`` that per-batch queries read, so
+        that they can be analysed while planning (the runner registers each real batch)."""
+        schema = self.planner.spark.table(quote_name(view)).schema
+        empty = self.planner.spark.createDataFrame([], schema)
+        empty.createOrReplaceTempView(batch_view_name(view))
 
     def _add_view(self, name: str, sql: str, original: exp.Expr, relation: _Relation) -> None:
         from arroyo.engine.build import register_view
