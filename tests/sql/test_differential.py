@@ -145,3 +145,42 @@ def test_top_three_amounts_per_user_match_duckdb() -> None:
     expected = Counter(rows)
     got = Counter((r["user"], r["rn"], r["id"], r["amount"]) for r in _golden("updating_top_n"))
     assert got == expected
+
+
+def _with_users() -> duckdb.DuckDBPyConnection:
+    db = _events()
+    db.execute(f"CREATE TABLE users AS SELECT * FROM read_json_auto('{INPUTS / 'users.json'}')")
+    return db
+
+
+def test_stream_left_join_lookup_table_matches_duckdb() -> None:
+    """lookup_join: every event once, with its user's row or NULLs (carol has none)."""
+    rows = (
+        _with_users()
+        .execute("""
+        SELECT e.id, e."user", u.country, u.tier, e.amount
+        FROM events AS e LEFT JOIN users AS u ON e."user" = u.name""")
+        .fetchall()
+    )
+    got = Counter(
+        (r["id"], r["user"], r["country"], r["tier"], r["amount"]) for r in _golden("lookup_join")
+    )
+    assert got == Counter(rows)
+    assert any(country is None for _, _, country, _, _ in rows)
+
+
+def test_windowed_aggregate_over_a_lookup_join_matches_duckdb() -> None:
+    rows = (
+        _with_users()
+        .execute("""
+        SELECT time_bucket(INTERVAL 1 MINUTE, e.ts::TIMESTAMP) AS start, u.country, count(*),
+               round(sum(e.amount), 2)
+        FROM events AS e JOIN users AS u ON e."user" = u.name GROUP BY ALL""")
+        .fetchall()
+    )
+    expected = Counter((_ts(s), c, n, t) for s, c, n, t in rows)
+    got = Counter(
+        (r["window"]["start"], r["country"], r["events"], r["spent"])
+        for r in _golden("lookup_windowed_join")
+    )
+    assert got == expected

@@ -9,11 +9,17 @@ from pyspark.sql import SparkSession
 
 from arroyo.errors import PlanningError
 from arroyo.sql.planner import Planner
+from tests.sql.harness import INPUTS
 
 SRC = """CREATE TABLE src (id BIGINT, name TEXT, ts TIMESTAMP NOT NULL, WATERMARK FOR ts)
 WITH (connector = 'single_file', path = '/nonexistent/in.json', format = 'json', type = 'source');
 CREATE TABLE out WITH (connector = 'single_file', path = '/nonexistent/out.json', type = 'sink');
 """
+
+USERS = (
+    "CREATE TABLE users (name TEXT, country TEXT) WITH (connector = 'single_file', "
+    f"path = '{INPUTS / 'users.json'}', format = 'json', type = 'lookup');\n"
+)
 
 # (case, SQL appended after SRC, expected code, line, column of the diagnostic). Clauses that
 # carry no position of their own (ORDER BY, LIMIT, an aggregate SELECT) point at their first
@@ -215,6 +221,63 @@ CASES = [
         "bad_option",
         4,
         88,
+    ),
+    (
+        "lookup_only",
+        USERS + "INSERT INTO out SELECT name FROM users;",
+        "lookup_only",
+        5,
+        24,
+    ),
+    (
+        "lookup_left_join_stream",
+        USERS + "INSERT INTO out SELECT u.name, s.id FROM users AS u\nLEFT JOIN src AS s "
+        "ON s.name = u.name;",
+        "lookup_outer_join",
+        6,
+        11,
+    ),
+    (
+        "stream_full_join_lookup",
+        USERS + "INSERT INTO out SELECT u.name, s.id FROM src AS s\nFULL JOIN users AS u "
+        "ON s.name = u.name;",
+        "lookup_outer_join",
+        6,
+        11,
+    ),
+    (
+        "lookup_with_watermark",
+        "CREATE TABLE users (name TEXT, at TIMESTAMP, WATERMARK FOR at) WITH (connector = "
+        f"'single_file', path = '{INPUTS / 'users.json'}', type = 'lookup');\nSELECT 1;",
+        "lookup_table",
+        4,
+        46,
+    ),
+    (
+        "lookup_without_files",
+        "CREATE TABLE users (name TEXT) WITH (connector = 'filesystem',\n"
+        "path = '/nonexistent/users', type = 'lookup');\n"
+        "INSERT INTO out SELECT s.id, u.name FROM src AS s JOIN users AS u ON s.name = u.name;",
+        "lookup_table",
+        4,
+        14,
+    ),
+    (
+        "lookup_of_change_records",
+        "CREATE TABLE users (name TEXT) WITH (connector = 'single_file', "
+        f"path = '{INPUTS / 'users.json'}', format = 'debezium_json', type = 'lookup');\n"
+        "SELECT 1;",
+        "lookup_table",
+        4,
+        14,
+    ),
+    (
+        "lookup_connector_cannot",
+        "CREATE TABLE i WITH (connector = 'impulse', event_rate = '1', type = 'lookup');\n"
+        "SELECT 1;",
+        "bad_option",
+        4,
+        63,
     ),
 ]
 

@@ -144,6 +144,14 @@ class Connector(ABC):
     def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
         raise ConnectorError(f"connector '{self.name}' cannot be written to")
 
+    def read_static(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
+        """A lookup table's rows as a static (batch) DataFrame, in the shape ``read`` gives
+        (a ``value`` column for a format to decode, or the physical columns; ``_eoi`` false,
+        as a static table has no end-of-input marker). Spark evaluates
+        it anew for each micro-batch of a stream joined with it, so changes to the table
+        reach the rows of later batches. Needs ``"lookup"`` in ``roles``."""
+        raise ConnectorError(f"connector '{self.name}' cannot be a lookup table")
+
     @property
     def writes_lines(self) -> bool:
         """Whether the sink implements ``line_writer``, which updating results (change records

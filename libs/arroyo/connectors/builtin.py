@@ -8,6 +8,7 @@ from pydantic import Field
 
 from arroyo.connectors.base import (
     Connector,
+    ConnectorError,
     ConnectorOptions,
     LineWriter,
     NoOptions,
@@ -44,6 +45,25 @@ def _read_files(ctx: ReadContext, table: TableSpec, mode: str) -> DataFrame:
     return reader.load()
 
 
+def _read_static_files(ctx: ReadContext, table: TableSpec, mode: str) -> DataFrame:
+    """A lookup table: the files there when the query is built (the streaming source's
+    listing), read whole by Spark's own readers each time a micro-batch joins with them."""
+    from pyspark.sql import functions as F
+
+    from arroyo.connectors.files import list_files
+    from arroyo.formats.codec import physical_columns
+
+    files = list_files(str(table.options["path"]))
+    if not files:
+        raise ConnectorError(f"lookup table '{table.name}': no files at '{table.options['path']}'")
+    if mode == "parquet":
+        schema = ", ".join(f"`{c.name}` {c.spark_type}" for c in physical_columns(table))
+        df = ctx.spark.read.schema(schema).parquet(*files)
+    else:
+        df = ctx.spark.read.text(files)
+    return df.withColumn("_eoi", F.lit(False))
+
+
 def _write_lines(writer: LineWriter, df: DataFrame, table: TableSpec) -> DataStreamWriter:
     from arroyo.connectors.sinks import WriteBatches
     from arroyo.formats.codec import encode
@@ -58,7 +78,7 @@ class SingleFileConnector(Connector):
 
     name = "single_file"
     description = "A newline-delimited file"
-    roles: ClassVar[frozenset[Role]] = frozenset({"source", "sink"})
+    roles: ClassVar[frozenset[Role]] = frozenset({"source", "sink", "lookup"})
     options_model = FileOptions
     formats = frozenset({"json", "debezium_json", "raw_string", "raw_bytes"})
     default_format = "json"
@@ -68,6 +88,9 @@ class SingleFileConnector(Connector):
 
     def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
         return _read_files(ctx, table, "lines")
+
+    def read_static(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
+        return _read_static_files(ctx, table, "lines")
 
     def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
         return _write_lines(self.line_writer(ctx, table), df, table)
@@ -89,7 +112,7 @@ class FilesystemConnector(Connector):
 
     name = "filesystem"
     description = "Files in a local directory (JSON lines or Parquet)"
-    roles: ClassVar[frozenset[Role]] = frozenset({"source", "sink"})
+    roles: ClassVar[frozenset[Role]] = frozenset({"source", "sink", "lookup"})
     options_model = FileOptions
     formats = frozenset({"json", "parquet", "raw_string"})
     default_format = "json"
@@ -100,6 +123,11 @@ class FilesystemConnector(Connector):
     def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
         assert table.format is not None
         return _read_files(ctx, table, "parquet" if table.format.name == "parquet" else "lines")
+
+    def read_static(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
+        assert table.format is not None
+        mode = "parquet" if table.format.name == "parquet" else "lines"
+        return _read_static_files(ctx, table, mode)
 
     def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
         from arroyo.formats.codec import encode

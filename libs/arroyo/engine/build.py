@@ -57,7 +57,7 @@ def build_source(
         settings.max_records_per_batch,
         settings.planning,
     )
-    df = conn.read(ctx, table)
+    df = conn.read_static(ctx, table) if table.is_lookup else conn.read(ctx, table)
     if table.format is not None and conn.formats:
         df = decode(df, table, signed=signed, planning=settings.planning)
     for col in table.columns:
@@ -66,6 +66,9 @@ def build_source(
     for col in table.columns:
         if col.generated_sql is not None:
             df = df.withColumn(col.name, F.expr(col.generated_sql).cast(col.spark_type))
+    if table.is_lookup:
+        # A static table: no event time, no watermark; joined with streams as it is.
+        return df.select(*[quote(c.name) for c in table.columns])
     if table.event_time_column:
         event = F.col(quote(table.event_time_column))
     elif conn.has_source_time:

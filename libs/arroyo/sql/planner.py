@@ -61,7 +61,7 @@ from arroyo.udfs import UdfLibrary
 from arroyo.udfs import register as register_udfs
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 
@@ -93,6 +93,7 @@ class _Relation:
     window: tuple[str, WindowSpec] | None
     updating: list[str] | None = None  # key columns, when the relation is an updating result
     batch_input: str | None = None  # see _Planned
+    static: bool = False  # a lookup table, or a query of lookup tables alone: not a stream
 
     @property
     def has_event_time(self) -> bool:
@@ -195,7 +196,10 @@ class Planner:
                 elif isinstance(stmt, CreateTable) and stmt.as_query is None:
                     table = self._table(state, stmt)
                     state.tables[stmt.name] = table
-                    if table.spec.role == "source":
+                    if table.spec.is_lookup:
+                        sources.append(table.spec)
+                        self._register_lookup(state, stmt, table.spec, settings)
+                    elif table.spec.role == "source":
                         sources.append(table.spec)
                         if table.spec.is_changelog:
                             state.view_updating[stmt.name] = table.spec.primary_key
@@ -232,7 +236,7 @@ class Planner:
                     local_joins = sink_connector is not None and sink_connector.writes_lines
                     planned = _Rewriter(self, state, local_joins).top_level(stmt.query)
                     sql_text = planned.node.sql(dialect="spark")
-                    self.analyse(state, sql_text, stmt.query)
+                    self._check_streaming(state, sql_text, stmt.query)
                     if planned.updating is not None:
                         self._check_updating_sink(state, target.spec, stmt.offset)
                         state.updating_inserts[stmt.table] = planned.updating
@@ -243,7 +247,7 @@ class Planner:
                 elif isinstance(stmt, Query):
                     planned = _Rewriter(self, state, local_joins=True).top_level(stmt.query)
                     sql_text = planned.node.sql(dialect="spark")
-                    self.analyse(state, sql_text, stmt.query)
+                    self._check_streaming(state, sql_text, stmt.query)
                     name = f"select_{sum(1 for q in state.inserts if q.startswith('select_'))}"
                     fmt = "json" if planned.updating is None else "debezium_json"
                     state.tables[name] = _Table(
@@ -350,6 +354,26 @@ class Planner:
         state.view_updating[name] = planned.updating
         state.memory_written.add(name)
 
+    def _register_lookup(
+        self, state: _State, stmt: CreateTable, spec: TableSpec, settings: Any
+    ) -> None:
+        """A lookup table's view: its rows read whole (no event time), for joins with streams.
+        Reading it lists its files, so a path with none is an error now, not when it runs."""
+        from pyspark.errors import AnalysisException
+
+        from arroyo.connectors.base import ConnectorError
+        from arroyo.engine.build import register_source
+
+        try:
+            register_source(self.spark, spec, settings)
+        except (ConnectorError, AnalysisException) as err:
+            # An empty stand-in, so that the queries reading it are still checked.
+            ddl = ", ".join(f"{quote_name(c.name)} {c.spark_type}" for c in spec.columns)
+            empty = self.spark.createDataFrame([], ddl or "unknown STRING")
+            empty.createOrReplaceTempView(spec.name)
+            message = str(err).split("\n")[0].split(" SQLSTATE")[0]
+            raise _error("lookup_table", message, state.text.span(stmt.offset)) from err
+
     def _ensure_new_name(self, state: _State, name: str, offset: int) -> None:
         if name in state.tables or name in state.view_windows or name in state.memory:
             raise _error("duplicate_table", f"'{name}' is already defined", state.text.span(offset))
@@ -396,6 +420,8 @@ class Planner:
             bounded=conn.bounded(parsed),
             primary_key=list(stmt.primary_key),
         )
+        if spec.is_lookup:
+            self._check_lookup(state, stmt, spec)
         if spec.is_changelog and not spec.primary_key:
             raise _error(
                 "changelog_needs_primary_key",
@@ -404,6 +430,23 @@ class Planner:
                 text.span(stmt.offset),
             )
         return _Table(spec, declared_columns=bool(stmt.columns))
+
+    def _check_lookup(self, state: _State, stmt: CreateTable, spec: TableSpec) -> None:
+        """A lookup table is a table as it is, not a stream: it has no event time, and its
+        rows are values, not change records."""
+        if stmt.watermark_column is not None:
+            raise _error(
+                "lookup_table",
+                f"lookup table '{stmt.name}' has no event time: drop its WATERMARK",
+                state.text.span(stmt.watermark_offset),
+            )
+        if spec.format is not None and spec.format.name == "debezium_json":
+            raise _error(
+                "lookup_table",
+                f"lookup table '{stmt.name}' cannot read change records (debezium_json); "
+                f"give it its rows as they are (json)",
+                state.text.span(stmt.offset),
+            )
 
     def _with_profile(
         self, state: _State, stmt: CreateTable, conn: Connector, options: dict[str, OptionDecl]
@@ -438,16 +481,17 @@ class Planner:
     ) -> Any:
         if "type" in options:
             role = options["type"].value
-            if role not in ("source", "sink"):
+            if role not in ("source", "sink", "lookup"):
                 raise _error(
                     "bad_option",
-                    f"type must be 'source' or 'sink', not '{role}'",
+                    f"type must be 'source', 'sink' or 'lookup', not '{role}'",
                     state.text.span(options["type"].offset),
                 )
             if role not in conn.roles:
                 raise _error(
                     "bad_option",
-                    f"connector '{conn.name}' cannot be a {role}",
+                    f"connector '{conn.name}' cannot be a {role}"
+                    + (" table" if role == "lookup" else ""),
                     state.text.span(options["type"].offset),
                 )
             return role
@@ -722,12 +766,27 @@ class Planner:
 
     def analyse(self, state: _State, sql_text: str, original: exp.Expr) -> StructType:
         """Let Spark analyse ``sql_text``; its errors become diagnostics on ``original``."""
+        return self.analysed(state, sql_text, original).schema
+
+    def analysed(self, state: _State, sql_text: str, original: exp.Expr) -> DataFrame:
         from pyspark.errors import AnalysisException, ParseException
 
         try:
-            return self.spark.sql(sql_text).schema
+            df = self.spark.sql(sql_text)
+            df.schema  # noqa: B018 -- analyses the query (Spark Connect would defer it)
+            return df
         except (AnalysisException, ParseException) as err:
             raise _spark_diagnostic(state.text, err, original) from err
+
+    def _check_streaming(self, state: _State, sql_text: str, original: exp.Query) -> None:
+        """A query into a sink must read a stream: lookup tables alone are static."""
+        if not self.analysed(state, sql_text, original).isStreaming:
+            raise _error(
+                "lookup_only",
+                "this query reads only lookup tables, which are static: join them with a "
+                "stream (a source table)",
+                _span_of(state.text, original),
+            )
 
 
 def _to_spark_sql(node: exp.Expression) -> str:
@@ -876,6 +935,11 @@ class _Rewriter:
             )
         except FunctionError as err:
             raise _error("bad_function_call", str(err), _span_of(self.text, err.node)) from err
+        streams = [r for r in relations if not r.static]
+        if not streams:
+            return _Planned(select)  # lookup tables alone: a static table, as Spark runs it
+        if len(streams) < len(relations):
+            self._check_lookup_joins(select, relations)
         is_aggregate = select.args.get("group") is not None or any(
             _has_aggregate(p) for p in select.expressions
         )
@@ -910,11 +974,11 @@ class _Rewriter:
                 _span_of(self.text, select),
             )
         if is_aggregate:
-            return self._updating_aggregate(select, relations)
+            return self._updating_aggregate(select, streams)
         if updating_inputs:
             return self._updating_projection(select, updating_inputs[0])
-        if len(relations) > 1 and not all(r.window for r in relations):
-            self._check_unwindowed_joins(select)
+        if len(streams) > 1 and not all(r.window for r in streams):
+            self._check_unwindowed_joins(select, relations)
             self._bound_unwindowed_joins(select, relations)
         if len(relations) > 1 and self.local_joins:
             local = self._window_local_join(select, relations)
@@ -993,12 +1057,12 @@ class _Rewriter:
         meet (as in Arroyo, where the older one has expired), and each side's state is dropped
         once the other side's watermark is past it by the TTL. Joins written with USING (no ON
         to extend) keep their state for the pipeline's life."""
-        first = relations[0]
+        first = next(r for r in relations if not r.static)
         seconds = exp.Literal.string(f"{self.state.updating_ttl_us / 1_000_000:.6f}")
         ttl = exp.Interval(this=seconds, unit=exp.var("SECOND"))
         for join, rel in zip(select.args.get("joins") or [], relations[1:], strict=False):
             on = join.args.get("on")
-            if on is None or not (first.has_event_time and rel.has_event_time):
+            if on is None or rel is first or not (first.has_event_time and rel.has_event_time):
                 continue
             mine = exp.column(EVENT_TIME, table=rel.alias)
             theirs = exp.column(EVENT_TIME, table=first.alias)
@@ -1009,10 +1073,36 @@ class _Rewriter:
             )
             join.set("on", exp.and_(exp.paren(on.copy()), bound))
 
-    def _check_unwindowed_joins(self, select: exp.Select) -> None:
+    def _check_lookup_joins(self, select: exp.Select, relations: list[_Relation]) -> None:
+        """A stream joined with lookup tables: each of the stream's rows meets the lookup rows
+        there when its micro-batch runs (any condition, no state kept). The stream can keep
+        rows that match nothing (stream LEFT JOIN lookup); a lookup row that matches nothing
+        cannot be emitted, as a later stream row might still match it."""
+        streaming = not relations[0].static
+        for join, rel in zip(select.args.get("joins") or [], relations[1:], strict=False):
+            side = (join.args.get("side") or "").upper()
+            if (rel.static and streaming and side in ("RIGHT", "FULL")) or (
+                not rel.static and not streaming and side in ("LEFT", "FULL")
+            ):
+                raise _error(
+                    "lookup_outer_join",
+                    f"a {side} JOIN would keep the lookup table's unmatched rows, which a "
+                    f"stream can never rule out; keep the stream's instead "
+                    f"(stream LEFT JOIN lookup)",
+                    _span_of(self.text, join),
+                )
+            streaming = streaming or not rel.static
+
+    def _check_unwindowed_joins(self, select: exp.Select, relations: list[_Relation]) -> None:
         """Joins without windows keep both sides' rows to match later rows: only inner
-        equi-joins can do that (an outer join would have to retract its NULL-padded rows)."""
-        for join in select.args.get("joins") or []:
+        equi-joins can do that (an outer join would have to retract its NULL-padded rows).
+        Joins with lookup tables keep no rows (_check_lookup_joins)."""
+        streaming = not relations[0].static
+        for join, rel in zip(select.args.get("joins") or [], relations[1:], strict=False):
+            with_lookup = rel.static or not streaming
+            streaming = streaming or not rel.static
+            if with_lookup:
+                continue
             side = (join.args.get("side") or "").upper()
             if side in ("LEFT", "RIGHT", "FULL"):
                 raise _error(
@@ -1052,14 +1142,15 @@ class _Rewriter:
                 alias = source.alias or f"__subquery{next(self.state.counter)}"
                 if not source.alias:
                     source.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
-                schema = self.planner.analyse(self.state, planned.node.sql(dialect="spark"), source)
+                df = self.planner.analysed(self.state, planned.node.sql(dialect="spark"), source)
                 relations.append(
                     _Relation(
                         alias,
-                        _columns(schema),
+                        _columns(df.schema),
                         planned.window,
                         planned.updating,
                         planned.batch_input,
+                        static=not df.isStreaming,
                     )
                 )
             else:
@@ -1086,12 +1177,13 @@ class _Rewriter:
             raise _error("unknown_table", f"no table or view named '{name}'", span)
         from arroyo.engine.build import quote
 
-        schema = self.planner.spark.table(quote(name)).schema
+        df = self.planner.spark.table(quote(name))
         return _Relation(
             table.alias_or_name,
-            _columns(schema),
+            _columns(df.schema),
             self.state.view_windows.get(name),
             self.state.view_updating.get(name),
+            static=not df.isStreaming,
         )
 
     def _expand_stars(self, select: exp.Select, relations: list[_Relation]) -> None:

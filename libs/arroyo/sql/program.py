@@ -11,7 +11,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-Role = Literal["source", "sink"]
+# A lookup table is read whole, as a static (batch) table, for joins with streams: a dimension
+# or side input (see Connector.read_static).
+Role = Literal["source", "sink", "lookup"]
 BadData = Literal["fail", "drop"]
 
 
@@ -67,6 +69,10 @@ class TableSpec:
     watermark_delay_ms: int = 1000
     bounded: bool = False
     primary_key: list[str] = field(default_factory=list)
+
+    @property
+    def is_lookup(self) -> bool:
+        return self.role == "lookup"
 
     @property
     def is_changelog(self) -> bool:
@@ -150,5 +156,6 @@ class PipelineProgram:
 
     @property
     def bounded(self) -> bool:
-        """True when every source ends by itself, so the whole run does."""
-        return all(s.bounded for s in self.sources)
+        """True when every streaming source ends by itself, so the whole run does (lookup
+        tables are read whole for each micro-batch, never to an end)."""
+        return all(s.bounded for s in self.sources if not s.is_lookup)
