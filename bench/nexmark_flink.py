@@ -287,8 +287,11 @@ def query_statements(query: str, events_dir: Path) -> list[str]:
     path = Path(query) if query.endswith(".sql") else QUERIES / f"{query}.sql"
     if not path.is_file():
         raise FileNotFoundError(f"no Flink SQL for {query}: {path}")
+    from nexmark_side_input import side_input_file
+
     prelude = EVENTS_DDL.format(delay=WATERMARK_DELAY, path=events_dir.resolve().as_uri())
-    return split_statements(prelude) + split_statements(path.read_text())
+    text = path.read_text().replace("$side_input", side_input_file().as_uri())
+    return split_statements(prelude) + split_statements(text)
 
 
 # --- measuring --------------------------------------------------------------------------------

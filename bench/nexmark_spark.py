@@ -161,6 +161,17 @@ def q12(events: DataFrame) -> tuple[DataFrame, str]:
     return windows.agg(F.count("*").alias("bid_count")), "append"
 
 
+def q13(events: DataFrame) -> tuple[DataFrame, str]:
+    # Bids joined with a static table: a stream-static join, the table read per micro-batch.
+    from nexmark_side_input import side_input_file
+
+    side = events.sparkSession.read.json(str(side_input_file()), schema="key BIGINT, value STRING")
+    bids = _bids(events)
+    joined = bids.join(side, (F.col("bid.auction") % 10000) == side["key"])
+    columns = ("bid.auction", "bid.bidder", "bid.price", "bid.datetime", "value")
+    return joined.select(*columns), "append"
+
+
 def q14(events: DataFrame) -> tuple[DataFrame, str]:
     price = F.lit(0.908) * F.col("bid.price")
     hour = F.hour("bid.datetime")

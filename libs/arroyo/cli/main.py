@@ -141,7 +141,7 @@ def describe(program: PipelineProgram) -> str:
     """The dataflow as text: sources, views, sinks, with their schemas."""
     lines = []
     for s in program.sources:
-        bounded = "bounded" if s.bounded else "unbounded"
+        bounded = "lookup" if s.is_lookup else "bounded" if s.bounded else "unbounded"
         cols = ", ".join(f"{c.name} {c.spark_type}" for c in s.columns)
         fmt = f", format {s.format.name}" if s.format else ""
         lines.append(f"source {s.name} [{s.connector}{fmt}, {bounded}] ({cols})")

@@ -43,7 +43,14 @@ def _diagnostic(d: Diagnostic) -> common.Diagnostic:
 
 def dataflow_graph(program: PipelineProgram) -> tuple[list[pb.GraphNode], list[pb.GraphEdge]]:
     """Sources, views and sinks, with an edge from each table a query reads."""
-    nodes = [pb.GraphNode(id=s.name, kind="source", label=s.connector) for s in program.sources]
+    nodes = [
+        pb.GraphNode(
+            id=s.name,
+            kind="source",
+            label=f"{s.connector} (lookup)" if s.is_lookup else s.connector,
+        )
+        for s in program.sources
+    ]
     nodes += [pb.GraphNode(id=v.name, kind="view", label="view") for v in program.views]
     edges: list[pb.GraphEdge] = []
     known = {n.id for n in nodes}

@@ -236,7 +236,7 @@ class Planner:
                     local_joins = sink_connector is not None and sink_connector.writes_lines
                     planned = _Rewriter(self, state, local_joins).top_level(stmt.query)
                     sql_text = planned.node.sql(dialect="spark")
-                    self._check_streaming(state, sql_text, stmt.query)
+                    self._check_streaming(state, sql_text, stmt.query, planned)
                     if planned.updating is not None:
                         self._check_updating_sink(state, target.spec, stmt.offset)
                         state.updating_inserts[stmt.table] = planned.updating
@@ -247,7 +247,7 @@ class Planner:
                 elif isinstance(stmt, Query):
                     planned = _Rewriter(self, state, local_joins=True).top_level(stmt.query)
                     sql_text = planned.node.sql(dialect="spark")
-                    self._check_streaming(state, sql_text, stmt.query)
+                    self._check_streaming(state, sql_text, stmt.query, planned)
                     name = f"select_{sum(1 for q in state.inserts if q.startswith('select_'))}"
                     fmt = "json" if planned.updating is None else "debezium_json"
                     state.tables[name] = _Table(
@@ -778,9 +778,13 @@ class Planner:
         except (AnalysisException, ParseException) as err:
             raise _spark_diagnostic(state.text, err, original) from err
 
-    def _check_streaming(self, state: _State, sql_text: str, original: exp.Query) -> None:
-        """A query into a sink must read a stream: lookup tables alone are static."""
-        if not self.analysed(state, sql_text, original).isStreaming:
+    def _check_streaming(
+        self, state: _State, sql_text: str, original: exp.Query, planned: _Planned
+    ) -> None:
+        """A query into a sink must read a stream: lookup tables alone are static. (A query
+        run per micro-batch reads the batch as a static table: its input is the stream.)"""
+        df = self.analysed(state, sql_text, original)
+        if not df.isStreaming and planned.batch_input is None:
             raise _error(
                 "lookup_only",
                 "this query reads only lookup tables, which are static: join them with a "
