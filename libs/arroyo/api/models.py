@@ -183,7 +183,7 @@ class Column(_Response):
 
 class TableSchema(_Response):
     name: str
-    role: str = Field(description="source | sink")
+    role: str = Field(description="source | sink | lookup")
     connector: str
     columns: list[Column]
 
@@ -325,7 +325,7 @@ class ConnectionTestResult(_Response):
 class ConnectorOut(_Response):
     name: str
     description: str
-    roles: list[str] = Field(description="source and/or sink")
+    roles: list[str] = Field(description="any of source, sink, lookup")
     formats: list[str] = Field(description="the formats it reads and writes; empty for none")
     default_format: str | None
     metadata_keys: dict[str, list[str]] = Field(
