@@ -21,6 +21,8 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 # Spark's RocksDB store, plus ``updating_ttl`` for updating aggregates (libs/arroyo/java).
 STATE_STORE_PROVIDER = "arroyo.state.IdleExpiringStateStoreProvider"
 PROVIDER_CLASS = "spark.sql.streaming.stateStore.providerClass"
+# Checkpoint files on local disks without Hadoop's forks (see LocalCheckpointFileManager.java).
+CHECKPOINT_FILE_MANAGER = "arroyo.state.LocalCheckpointFileManager"
 # Set per query: the TTL in ms of the updating aggregate whose state directory follows.
 UPDATING_TTL_PREFIX = "spark.sql.streaming.stateStore.arroyo.updatingTtlMs."
 _TRACK_ROWS = "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows"
@@ -76,6 +78,7 @@ def get_or_create_session(settings: SessionSettings = SessionSettings()) -> Spar
         # changelog per batch rather than a full snapshot: large state neither exhausts the heap
         # nor makes each commit slower as it grows. (Arroyo's subclass adds ``updating_ttl``.)
         .config(PROVIDER_CLASS, STATE_STORE_PROVIDER)
+        .config("spark.sql.streaming.checkpointFileManagerClass", CHECKPOINT_FILE_MANAGER)
         .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         # Counting state rows costs a read before every write (Nexmark q5: a quarter of its
         # time); progress then reports the rows as 0, which the runner reports as not counted.
