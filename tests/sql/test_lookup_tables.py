@@ -101,3 +101,27 @@ JOIN users AS u ON e."user" = u.name GROUP BY u.tier;
         1: sum(e["user"] == "alice" for e in events),
         2: sum(e["user"] == "bob" for e in events),
     }
+
+
+@pytest.mark.spark
+def test_views_and_subqueries_of_lookup_tables_are_lookup_tables(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A view, CTE or subquery reading lookup tables alone is static too: a stream may
+    LEFT JOIN it (which a stream-stream join without windows may not)."""
+    sql = (
+        EVENTS
+        + f"""CREATE TABLE users (name TEXT, country TEXT) WITH (connector = 'single_file',
+    path = '{INPUTS / "users.json"}', format = 'json', type = 'lookup');
+CREATE TABLE out WITH (connector = 'single_file', path = '/dev/null', type = 'sink');
+CREATE VIEW french AS SELECT name FROM users WHERE country = 'fr';
+INSERT INTO out
+WITH countries AS (SELECT DISTINCT country FROM users)
+SELECT e.id, f.name, c.country FROM events AS e
+LEFT JOIN french AS f ON e."user" = f.name
+LEFT JOIN (SELECT name, country FROM users) AS u ON e."user" = u.name
+LEFT JOIN countries AS c ON u.country = c.country;
+"""
+    )
+    (query,) = Planner(spark, state_dir=tmp_path).plan(sql).queries
+    assert [c.name for c in query.sink.columns] == ["id", "name", "country"]

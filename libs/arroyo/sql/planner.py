@@ -61,7 +61,7 @@ from arroyo.udfs import UdfLibrary
 from arroyo.udfs import register as register_udfs
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
 
@@ -111,6 +111,7 @@ class _Planned:
     # Spark cannot run on a stream): the streaming view that feeds it. The query reads that
     # view's batch as ``<view>__batch``.
     batch_input: str | None = None
+    static: bool = False  # it reads lookup tables alone
 
 
 @dataclass
@@ -124,6 +125,8 @@ class _State:
     # in the same micro-batch: the root's name (see _Rewriter._window_local_join).
     view_roots: dict[str, str] = field(default_factory=dict)
     view_nodes: dict[str, exp.Query] = field(default_factory=dict)  # their rewritten queries
+    # Lookup tables, and views and memory tables that read lookup tables alone: not streams.
+    static: set[str] = field(default_factory=set)
     inserts: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
     updating_inserts: dict[str, list[str]] = field(default_factory=dict)
     batch_inserts: dict[str, str] = field(default_factory=dict)
@@ -198,6 +201,7 @@ class Planner:
                     state.tables[stmt.name] = table
                     if table.spec.is_lookup:
                         sources.append(table.spec)
+                        state.static.add(stmt.name)
                         self._register_lookup(state, stmt, table.spec, settings)
                     elif table.spec.role == "source":
                         sources.append(table.spec)
@@ -215,6 +219,8 @@ class Planner:
                     state.views.append(view)
                     state.view_windows[stmt.name] = planned.window
                     state.view_updating[stmt.name] = planned.updating
+                    if planned.static:
+                        state.static.add(stmt.name)
                     _note_window_root(state, view, planned)
                 elif isinstance(stmt, Insert) and stmt.table in state.memory:
                     self._write_memory_table(state, stmt)
@@ -352,6 +358,8 @@ class Planner:
         state.views.append(view)
         state.view_windows[name] = planned.window
         state.view_updating[name] = planned.updating
+        if planned.static:
+            state.static.add(name)
         state.memory_written.add(name)
 
     def _register_lookup(
@@ -766,25 +774,19 @@ class Planner:
 
     def analyse(self, state: _State, sql_text: str, original: exp.Expr) -> StructType:
         """Let Spark analyse ``sql_text``; its errors become diagnostics on ``original``."""
-        return self.analysed(state, sql_text, original).schema
-
-    def analysed(self, state: _State, sql_text: str, original: exp.Expr) -> DataFrame:
         from pyspark.errors import AnalysisException, ParseException
 
         try:
-            df = self.spark.sql(sql_text)
-            df.schema  # noqa: B018 -- analyses the query (Spark Connect would defer it)
-            return df
+            return self.spark.sql(sql_text).schema
         except (AnalysisException, ParseException) as err:
             raise _spark_diagnostic(state.text, err, original) from err
 
     def _check_streaming(
         self, state: _State, sql_text: str, original: exp.Query, planned: _Planned
     ) -> None:
-        """A query into a sink must read a stream: lookup tables alone are static. (A query
-        run per micro-batch reads the batch as a static table: its input is the stream.)"""
-        df = self.analysed(state, sql_text, original)
-        if not df.isStreaming and planned.batch_input is None:
+        """A query into a sink must read a stream: lookup tables alone are static."""
+        self.analyse(state, sql_text, original)
+        if planned.static:
             raise _error(
                 "lookup_only",
                 "this query reads only lookup tables, which are static: join them with a "
@@ -879,11 +881,13 @@ class _Rewriter:
                 )
             query.set("this", left.node)
             query.set("expression", right.node)
-            return _Planned(query, left.window)
+            return _Planned(query, left.window, static=left.static and right.static)
         if isinstance(query, exp.Subquery):
             inner = self.query(query.this)
             query.set("this", inner.node)
-            return _Planned(query, inner.window, inner.updating, inner.batch_input)
+            return _Planned(
+                query, inner.window, inner.updating, inner.batch_input, static=inner.static
+            )
         if not isinstance(query, exp.Select):
             raise _error(
                 "unsupported_query", f"unsupported query: {query.key}", _span_of(self.text, query)
@@ -912,6 +916,8 @@ class _Rewriter:
         self.state.views.append(view)
         self.state.view_windows[unique] = planned.window
         self.state.view_updating[unique] = planned.updating
+        if planned.static:
+            self.state.static.add(unique)
         _note_window_root(self.state, view, planned)
         for table in query.find_all(exp.Table):
             if table.name == name and not table.args.get("db"):
@@ -941,7 +947,7 @@ class _Rewriter:
             raise _error("bad_function_call", str(err), _span_of(self.text, err.node)) from err
         streams = [r for r in relations if not r.static]
         if not streams:
-            return _Planned(select)  # lookup tables alone: a static table, as Spark runs it
+            return _Planned(select, static=True)  # lookup tables alone: Spark runs it as it is
         if len(streams) < len(relations):
             self._check_lookup_joins(select, relations)
         is_aggregate = select.args.get("group") is not None or any(
@@ -1146,15 +1152,15 @@ class _Rewriter:
                 alias = source.alias or f"__subquery{next(self.state.counter)}"
                 if not source.alias:
                     source.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
-                df = self.planner.analysed(self.state, planned.node.sql(dialect="spark"), source)
+                schema = self.planner.analyse(self.state, planned.node.sql(dialect="spark"), source)
                 relations.append(
                     _Relation(
                         alias,
-                        _columns(df.schema),
+                        _columns(schema),
                         planned.window,
                         planned.updating,
                         planned.batch_input,
-                        static=not df.isStreaming,
+                        planned.static,
                     )
                 )
             else:
@@ -1181,13 +1187,13 @@ class _Rewriter:
             raise _error("unknown_table", f"no table or view named '{name}'", span)
         from arroyo.engine.build import quote
 
-        df = self.planner.spark.table(quote(name))
+        schema = self.planner.spark.table(quote(name)).schema
         return _Relation(
             table.alias_or_name,
-            _columns(df.schema),
+            _columns(schema),
             self.state.view_windows.get(name),
             self.state.view_updating.get(name),
-            static=not df.isStreaming,
+            static=name in self.state.static,
         )
 
     def _expand_stars(self, select: exp.Select, relations: list[_Relation]) -> None:
