@@ -125,3 +125,27 @@ LEFT JOIN countries AS c ON u.country = c.country;
     )
     (query,) = Planner(spark, state_dir=tmp_path).plan(sql).queries
     assert [c.name for c in query.sink.columns] == ["id", "name", "country"]
+
+
+@pytest.mark.spark
+def test_an_updating_aggregate_over_a_join_written_lookup_first(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.json"
+    sql = (
+        EVENTS
+        + f"""CREATE TABLE users (name TEXT, country TEXT) WITH (connector = 'single_file',
+    path = '{INPUTS / "users.json"}', format = 'json', type = 'lookup');
+CREATE TABLE out WITH (connector = 'single_file', path = '{out}', format = 'debezium_json',
+    type = 'sink');
+INSERT INTO out SELECT u.country, count(*) AS n FROM users AS u
+JOIN events AS e ON e."user" = u.name GROUP BY u.country;
+"""
+    )
+    _plan_and_run(spark, sql, tmp_path / "state")
+    final = {r["country"]: r["n"] for r in replay_changes(read_output(out))}
+    events = [json.loads(line) for line in (INPUTS / "events.json").read_text().splitlines()]
+    assert final == {
+        "fr": sum(e["user"] == "alice" for e in events),
+        "us": sum(e["user"] == "bob" for e in events),
+    }

@@ -984,7 +984,7 @@ class _Rewriter:
                 _span_of(self.text, select),
             )
         if is_aggregate:
-            return self._updating_aggregate(select, streams)
+            return self._updating_aggregate(select, relations)
         if updating_inputs:
             return self._updating_projection(select, updating_inputs[0])
         if len(streams) > 1 and not all(r.window for r in streams):
@@ -1587,7 +1587,7 @@ class _Rewriter:
     def _updating_aggregate(self, select: exp.Select, relations: list[_Relation]) -> _Planned:
         """A GROUP BY without a window (or a global aggregate): one row per key, changing as
         input arrives. The keys are the selected non-aggregate columns."""
-        if len(relations) > 1:
+        if sum(not r.static for r in relations) > 1:
             raise _error(
                 "updating_join",
                 "an aggregate over a join without a window is not supported; "
