@@ -61,7 +61,8 @@ def test_files_are_written_whole_and_a_kept_file_is_never_overwritten(
     assert (tmp_path / "offsets" / "7").read_text() == "batch 7"
     with pytest.raises(Py4JJavaError) as refused:
         _write(manager, offsets, "batch 7 again", overwrite=False)
-    assert "FileAlreadyExistsException" in str(refused.value.java_exception.getClass())
+    refusal = refused.value.java_exception.getClass().getName()
+    assert refusal == "org.apache.hadoop.fs.FileAlreadyExistsException"  # what Spark catches
     assert (tmp_path / "offsets" / "7").read_text() == "batch 7"
     _write(manager, offsets, "rewritten", overwrite=True)
     assert _read(manager, offsets) == "rewritten"
@@ -91,9 +92,33 @@ def test_list_exists_mkdirs_and_delete(spark: SparkSession, tmp_path: Path) -> N
     assert all(s.getLen() > 0 and not s.isDirectory() for s in manager.list(state))
     with pytest.raises(Py4JJavaError) as missing:
         manager.list(fs.Path(str(tmp_path / "nowhere")))
-    assert "FileNotFoundException" in str(missing.value.java_exception.getClass())
+    assert missing.value.java_exception.getClass().getName() == "java.io.FileNotFoundException"
     manager.delete(fs.Path(state, "2.zip"))
     assert not manager.exists(fs.Path(state, "2.zip"))
     manager.delete(fs.Path(str(tmp_path / "state")))
     assert not (tmp_path / "state").exists()
     manager.delete(fs.Path(str(tmp_path / "state")))  # deleting what is not there is fine
+
+
+def test_hadoop_checksum_files_of_replaced_files_go_with_them(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A checkpoint begun under Spark's own manager has a ``.<name>.crc`` beside each file;
+    Hadoop's reads check it, so replacing or deleting a file must take its checksum along."""
+    manager, jvm = _manager(spark, tmp_path)
+    fs = jvm.org.apache.hadoop.fs
+    snapshot = tmp_path / "state" / "1.zip"
+    snapshot.parent.mkdir()
+    snapshot.write_text("old")
+    (tmp_path / "state" / ".1.zip.crc").write_text("checksum of old")
+    (tmp_path / "state" / ".2.zip.crc").write_text("checksum of 2")
+    (tmp_path / "state" / "2.zip").write_text("two")
+    assert sorted(s.getPath().getName() for s in manager.list(fs.Path(str(snapshot.parent)))) == [
+        "1.zip",
+        "2.zip",
+    ]
+    _write(manager, fs.Path(str(snapshot)), "new", overwrite=True)
+    assert snapshot.read_text() == "new"
+    assert not (tmp_path / "state" / ".1.zip.crc").exists()
+    manager.delete(fs.Path(str(tmp_path / "state" / "2.zip")))
+    assert sorted(p.name for p in snapshot.parent.iterdir()) == ["1.zip"]

@@ -246,6 +246,29 @@ CASES = [
         11,
     ),
     (
+        "stream_right_join_lookup",
+        USERS + "INSERT INTO out SELECT u.name, s.id FROM src AS s\nRIGHT JOIN users AS u "
+        "ON s.name = u.name;",
+        "lookup_outer_join",
+        6,
+        12,
+    ),
+    (
+        "lookup_semi_join_stream",
+        USERS + "INSERT INTO out SELECT u.name FROM users AS u\nSEMI JOIN src AS s "
+        "ON s.name = u.name;",
+        "lookup_outer_join",
+        6,
+        11,
+    ),
+    (
+        "union_of_stream_and_lookup",
+        USERS + "INSERT INTO out SELECT name FROM src\nUNION ALL SELECT name FROM users;",
+        "lookup_union",
+        5,
+        None,
+    ),
+    (
         "lookup_with_watermark",
         "CREATE TABLE users (name TEXT, at TIMESTAMP, WATERMARK FOR at) WITH (connector = "
         f"'single_file', path = '{INPUTS / 'users.json'}', type = 'lookup');\nSELECT 1;",

@@ -148,8 +148,8 @@ class Connector(ABC):
         """A lookup table's rows as a static (batch) DataFrame, in the shape ``read`` gives
         (a ``value`` column for a format to decode, or the physical columns; ``_eoi`` false,
         as a static table has no end-of-input marker). Spark evaluates
-        it anew for each micro-batch of a stream joined with it, so changes to the table
-        reach the rows of later batches. Needs ``"lookup"`` in ``roles``."""
+        it for each micro-batch of a stream joined with it; a connector says in its docs
+        when changes to the table are seen. Needs ``"lookup"`` in ``roles``."""
         raise ConnectorError(f"connector '{self.name}' cannot be a lookup table")
 
     @property

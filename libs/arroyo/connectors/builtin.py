@@ -47,7 +47,9 @@ def _read_files(ctx: ReadContext, table: TableSpec, mode: str) -> DataFrame:
 
 def _read_static_files(ctx: ReadContext, table: TableSpec, mode: str) -> DataFrame:
     """A lookup table: the files there when the query is built (the streaming source's
-    listing), read whole by Spark's own readers each time a micro-batch joins with them."""
+    listing), read whole by Spark's own readers. Spark keeps the listing, lengths included, for
+    the query's life, so the table is meant to stay as it is while a pipeline reads it; a
+    restarted pipeline lists and reads it afresh."""
     from pyspark.sql import functions as F
 
     from arroyo.connectors.files import list_files
@@ -60,7 +62,8 @@ def _read_static_files(ctx: ReadContext, table: TableSpec, mode: str) -> DataFra
         schema = ", ".join(f"`{c.name}` {c.spark_type}" for c in physical_columns(table))
         df = ctx.spark.read.schema(schema).parquet(*files)
     else:
-        df = ctx.spark.read.text(files)
+        # Blank lines are no records, as for the streaming source (connectors/files.py).
+        df = ctx.spark.read.text(files).filter(F.trim(F.col("value")) != "")
     return df.withColumn("_eoi", F.lit(False))
 
 

@@ -879,9 +879,16 @@ class _Rewriter:
                     "UNION ALL of updating results is not supported",
                     _span_of(self.text, query),
                 )
+            if left.static != right.static:
+                raise _error(
+                    "lookup_union",
+                    "UNION ALL of a stream and a lookup table is not supported (Spark unions "
+                    "streams with streams only); join the lookup table instead",
+                    _span_of(self.text, query),
+                )
             query.set("this", left.node)
             query.set("expression", right.node)
-            return _Planned(query, left.window, static=left.static and right.static)
+            return _Planned(query, left.window, static=left.static)
         if isinstance(query, exp.Subquery):
             inner = self.query(query.this)
             query.set("this", inner.node)
@@ -946,7 +953,7 @@ class _Rewriter:
         except FunctionError as err:
             raise _error("bad_function_call", str(err), _span_of(self.text, err.node)) from err
         streams = [r for r in relations if not r.static]
-        if not streams:
+        if relations and not streams:
             return _Planned(select, static=True)  # lookup tables alone: Spark runs it as it is
         if len(streams) < len(relations):
             self._check_lookup_joins(select, relations)
@@ -1091,6 +1098,15 @@ class _Rewriter:
         streaming = not relations[0].static
         for join, rel in zip(select.args.get("joins") or [], relations[1:], strict=False):
             side = (join.args.get("side") or "").upper()
+            kind = (join.args.get("kind") or "").upper()
+            if kind in ("SEMI", "ANTI") and not rel.static and not streaming:
+                raise _error(
+                    "lookup_outer_join",
+                    f"a {kind} JOIN of a lookup table with a stream would decide each lookup "
+                    f"row on stream rows still to come; filter the stream by the lookup table "
+                    f"instead (stream {kind} JOIN lookup)",
+                    _span_of(self.text, join),
+                )
             if (rel.static and streaming and side in ("RIGHT", "FULL")) or (
                 not rel.static and not streaming and side in ("LEFT", "FULL")
             ):

@@ -118,6 +118,7 @@ public class LocalCheckpointFileManager
     try {
       if (overwriteIfPossible) {
         Files.move(from, to, StandardCopyOption.ATOMIC_MOVE);
+        Files.deleteIfExists(checksumOf(to)); // a stale one would fail Hadoop's reads of it
         return;
       }
       try {
@@ -130,6 +131,20 @@ public class LocalCheckpointFileManager
     } catch (IOException e) {
       throw sneaky(e);
     }
+  }
+
+  /**
+   * Hadoop's checksum file beside {@code file}: Spark's own manager writes one per file (through
+   * Hadoop's checksummed local file system), and Hadoop's reads check it when it is there (the
+   * RocksDB store reads snapshot zips so). This manager writes none, so a checkpoint begun under
+   * Spark's manager must lose a file's checksum when the file is replaced or deleted.
+   */
+  private static java.nio.file.Path checksumOf(java.nio.file.Path file) {
+    return file.resolveSibling("." + file.getFileName() + ".crc");
+  }
+
+  private static boolean isChecksum(String name) {
+    return name.startsWith(".") && name.endsWith(".crc");
   }
 
   @Override
@@ -150,21 +165,37 @@ public class LocalCheckpointFileManager
       return other.list(path, filter);
     }
     java.nio.file.Path dir = local(path);
+    Path parent = raw.makeQualified(path);
     List<FileStatus> found = new ArrayList<>();
-    try (DirectoryStream<java.nio.file.Path> children = Files.newDirectoryStream(dir)) {
+    DirectoryStream<java.nio.file.Path> children;
+    try {
+      children = Files.newDirectoryStream(dir);
+    } catch (java.nio.file.NoSuchFileException e) {
+      throw sneaky(new FileNotFoundException(path + " does not exist"));
+    } catch (IOException e) {
+      throw sneaky(e);
+    }
+    try (children) {
       for (java.nio.file.Path child : children) {
-        Path name = new Path(raw.makeQualified(path), child.getFileName().toString());
+        String childName = child.getFileName().toString();
+        if (isChecksum(childName)) {
+          continue; // Hadoop's side files, which Spark's manager never lists either
+        }
+        // As Hadoop names children: a name with a colon is not read as a URI scheme.
+        Path name = new Path(parent, new Path(null, null, childName));
         if (!filter.accept(name)) {
           continue;
         }
-        BasicFileAttributes a =
-            Files.readAttributes(child, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        BasicFileAttributes a;
+        try {
+          a = Files.readAttributes(child, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+        } catch (java.nio.file.NoSuchFileException gone) {
+          continue; // deleted while listing (RocksDB's maintenance deletes old files so)
+        }
         found.add(
             new FileStatus(
                 a.size(), a.isDirectory(), 1, 0, a.lastModifiedTime().toMillis(), name));
       }
-    } catch (java.nio.file.NoSuchFileException e) {
-      throw sneaky(new FileNotFoundException(path + " does not exist"));
     } catch (IOException e) {
       throw sneaky(e);
     }
@@ -204,6 +235,9 @@ public class LocalCheckpointFileManager
           walk.sorted(Comparator.reverseOrder())::iterator) {
         Files.deleteIfExists(p);
       }
+      Files.deleteIfExists(checksumOf(target));
+    } catch (java.nio.file.NoSuchFileException | java.io.UncheckedIOException e) {
+      return; // deleted meanwhile by someone else: gone is what was asked
     } catch (IOException e) {
       throw sneaky(e);
     }
