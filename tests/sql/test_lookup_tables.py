@@ -25,6 +25,13 @@ WITH (connector = 'single_file', path = '{INPUTS / "events.json"}', format = 'js
 """
 
 
+EVENT_ROWS = [json.loads(line) for line in (INPUTS / "events.json").read_text().splitlines()]
+
+
+def _events_of(user: str) -> int:
+    return sum(e["user"] == user for e in EVENT_ROWS)
+
+
 def _plan_and_run(
     spark: SparkSession, sql: str, state: Path, stop_after: int | None = None
 ) -> None:
@@ -62,9 +69,8 @@ INSERT INTO out SELECT e.id, u.country FROM events AS e JOIN users AS u ON e."us
     )  # fmt: skip
     _plan_and_run(spark, sql, tmp_path / "state")
     rows = read_output(out)
-    events = [json.loads(line) for line in (INPUTS / "events.json").read_text().splitlines()]
-    alice = {e["id"] for e in events if e["user"] == "alice"}
-    bob = {e["id"] for e in events if e["user"] == "bob"}
+    alice = {e["id"] for e in EVENT_ROWS if e["user"] == "alice"}
+    bob = {e["id"] for e in EVENT_ROWS if e["user"] == "bob"}
     ids = [r["id"] for r in rows]
     assert sorted(ids) == sorted(alice | bob), "each event of a known user exactly once"
     after = {r["id"]: r["country"] for r in rows if r["id"] not in before}
@@ -95,11 +101,7 @@ JOIN users AS u ON e."user" = u.name GROUP BY u.tier;
     )
     _plan_and_run(spark, sql, tmp_path / "state")
     final = {r["tier"]: r["n"] for r in replay_changes(read_output(out))}
-    events = [json.loads(line) for line in (INPUTS / "events.json").read_text().splitlines()]
-    assert final == {
-        1: sum(e["user"] == "alice" for e in events),
-        2: sum(e["user"] == "bob" for e in events),
-    }
+    assert final == {1: _events_of("alice"), 2: _events_of("bob")}
 
 
 @pytest.mark.spark
@@ -143,8 +145,4 @@ JOIN events AS e ON e."user" = u.name GROUP BY u.country;
     )
     _plan_and_run(spark, sql, tmp_path / "state")
     final = {r["country"]: r["n"] for r in replay_changes(read_output(out))}
-    events = [json.loads(line) for line in (INPUTS / "events.json").read_text().splitlines()]
-    assert final == {
-        "fr": sum(e["user"] == "alice" for e in events),
-        "us": sum(e["user"] == "bob" for e in events),
-    }
+    assert final == {"fr": _events_of("alice"), "us": _events_of("bob")}

@@ -1095,8 +1095,7 @@ class _Rewriter:
         there when its micro-batch runs (any condition, no state kept). The stream can keep
         rows that match nothing (stream LEFT JOIN lookup); a lookup row that matches nothing
         cannot be emitted, as a later stream row might still match it."""
-        streaming = not relations[0].static
-        for join, rel in zip(select.args.get("joins") or [], relations[1:], strict=False):
+        for join, rel, streaming in _joined(select, relations):
             side = (join.args.get("side") or "").upper()
             kind = (join.args.get("kind") or "").upper()
             if kind in ("SEMI", "ANTI") and not rel.static and not streaming:
@@ -1117,18 +1116,14 @@ class _Rewriter:
                     f"(stream LEFT JOIN lookup)",
                     _span_of(self.text, join),
                 )
-            streaming = streaming or not rel.static
 
     def _check_unwindowed_joins(self, select: exp.Select, relations: list[_Relation]) -> None:
         """Joins without windows keep both sides' rows to match later rows: only inner
         equi-joins can do that (an outer join would have to retract its NULL-padded rows).
         Joins with lookup tables keep no rows (_check_lookup_joins)."""
-        streaming = not relations[0].static
-        for join, rel in zip(select.args.get("joins") or [], relations[1:], strict=False):
-            with_lookup = rel.static or not streaming
-            streaming = streaming or not rel.static
-            if with_lookup:
-                continue
+        for join, rel, streaming in _joined(select, relations):
+            if rel.static or not streaming:
+                continue  # a join with lookup tables
             side = (join.args.get("side") or "").upper()
             if side in ("LEFT", "RIGHT", "FULL"):
                 raise _error(
@@ -1763,6 +1758,19 @@ class _Rewriter:
                     window = (p.alias_or_name, spec)
                     break
         return _Planned(select, window)
+
+
+def _joined(
+    select: exp.Select, relations: list[_Relation]
+) -> list[tuple[exp.Join, _Relation, bool]]:
+    """Each join of ``select`` with the relation it adds, and whether the relations it joins
+    that one to (those before it) include a stream."""
+    joined = []
+    streaming = not relations[0].static
+    for join, rel in zip(select.args.get("joins") or [], relations[1:], strict=False):
+        joined.append((join, rel, streaming))
+        streaming = streaming or not rel.static
+    return joined
 
 
 def _rank_limit(condition: exp.Expression, rank: str) -> int | None:
