@@ -377,16 +377,13 @@ class KafkaBroker:
             metadata = consumer.list_topics(topic, timeout=timeout).topics.get(topic)
             if metadata is None or metadata.error is not None:
                 raise KafkaBrokerError(f"no topic {topic!r}: {metadata and metadata.error}")
-            ends: dict[int, int] = {}
-            for partition in metadata.partitions:
-                # With read_committed the consumer asks for the last stable offset.
-                _low, high = consumer.get_watermark_offsets(
-                    TopicPartition(topic, partition), timeout=timeout, cached=False
-                )
-                ends[partition] = high
+            deadline = time.monotonic() + timeout
+            ends = {
+                partition: self._high_watermark(consumer, topic, partition, deadline)
+                for partition in metadata.partitions
+            }
             consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in sorted(ends)])
             records: list[KafkaRecord] = []
-            deadline = time.monotonic() + timeout
             while not self._reached(consumer, topic, ends):
                 if time.monotonic() > deadline:
                     raise KafkaBrokerError(
@@ -416,6 +413,35 @@ class KafkaBroker:
             return sorted(records, key=lambda r: (r.partition, r.offset))
         finally:
             consumer.close()
+
+    @staticmethod
+    def _high_watermark(consumer: Any, topic: str, partition: int, deadline: float) -> int:
+        """The end offset of one partition (for a read_committed consumer its last stable
+        offset). Just after a topic is created its metadata can already name a leader that does
+        not yet act as one (NOT_LEADER_FOR_PARTITION): leadership errors are retried until the
+        deadline."""
+        from confluent_kafka import KafkaError, KafkaException, TopicPartition
+
+        retried = {
+            KafkaError.NOT_LEADER_FOR_PARTITION,
+            KafkaError.LEADER_NOT_AVAILABLE,
+            KafkaError.UNKNOWN_TOPIC_OR_PART,
+        }
+
+        while True:
+            try:
+                _low, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition),
+                    timeout=max(deadline - time.monotonic(), 0.1),
+                    cached=False,
+                )
+                return int(high)
+            except KafkaException as err:
+                if err.args[0].code() not in retried or time.monotonic() > deadline:
+                    raise KafkaBrokerError(
+                        f"end offset of {topic!r} partition {partition}: {err}"
+                    ) from err
+                time.sleep(0.05)
 
     @staticmethod
     def _reached(consumer: Any, topic: str, ends: dict[int, int]) -> bool:
