@@ -47,4 +47,5 @@ def test_query_plans_or_is_refused_as_noted(
         assert refused.value.diagnostics, "refused without a diagnostic"
     else:
         program = planner.plan(tables + text)
-        assert [q.sink.name for q in program.queries] == ["sink"]
+        # Besides the sink, the queries writing the stages of aggregates over joins (q9).
+        assert [q.sink.name for q in program.queries if q.sink.connector != "__stage"] == ["sink"]

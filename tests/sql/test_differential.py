@@ -184,3 +184,46 @@ def test_windowed_aggregate_over_a_lookup_join_matches_duckdb() -> None:
         for r in _golden("lookup_windowed_join")
     )
     assert got == expected
+
+
+def _orders_and_payments() -> duckdb.DuckDBPyConnection:
+    db = duckdb.connect()
+    for table in ("orders", "payments"):
+        db.execute(
+            f"CREATE TABLE {table} AS SELECT * FROM read_json_auto('{INPUTS / f'{table}.json'}')"
+        )
+    return db
+
+
+def test_aggregate_over_an_unwindowed_join_matches_duckdb() -> None:
+    rows = (
+        _orders_and_payments()
+        .execute("""
+        SELECT o.customer, p.method, count(*), sum(p.paid), max(o.total)
+        FROM orders AS o JOIN payments AS p ON o.order_id = p.order_id
+        WHERE p.paid > 11 GROUP BY ALL HAVING count(*) > 1""")
+        .fetchall()
+    )
+    got = Counter(
+        (r["customer"], r["method"], r["orders"], r["paid"], r["biggest"])
+        for r in _golden("updating_join_aggregate")
+    )
+    assert got == Counter(rows)
+
+
+def test_top_one_over_an_unwindowed_join_matches_duckdb() -> None:
+    rows = (
+        _orders_and_payments()
+        .execute("""
+        SELECT customer, method, order_id, paid FROM (
+            SELECT o.customer, p.method, o.order_id, p.paid, row_number() OVER (
+                PARTITION BY o.customer, p.method ORDER BY p.paid DESC) AS rn
+            FROM orders AS o JOIN payments AS p ON o.order_id = p.order_id)
+        WHERE rn = 1""")
+        .fetchall()
+    )
+    got = Counter(
+        (r["customer"], r["method"], r["order_id"], r["paid"])
+        for r in _golden("updating_join_top_n")
+    )
+    assert got == Counter(rows)

@@ -302,6 +302,35 @@ CASES = [
         4,
         63,
     ),
+    (
+        "updating_join_shared",
+        "CREATE TABLE o1 WITH (connector = 'single_file', path = '/nonexistent/1.json', "
+        "format = 'debezium_json', type = 'sink');\n"
+        "CREATE TABLE o2 WITH (connector = 'single_file', path = '/nonexistent/2.json', "
+        "format = 'debezium_json', type = 'sink');\n"
+        "CREATE VIEW v AS SELECT s.name, count(*) AS c FROM src AS s JOIN src AS t "
+        "ON s.id = t.id GROUP BY s.name;\n"
+        "INSERT INTO o1 SELECT * FROM v;\nINSERT INTO o2 SELECT * FROM v;",
+        "updating_join_shared",
+        8,
+        13,
+    ),
+    (
+        "updating_outer_join",
+        "INSERT INTO out SELECT s.name, count(*) AS c FROM src AS s\n"
+        "LEFT JOIN src AS t ON s.id = t.id GROUP BY s.name;",
+        "unwindowed_outer_join",
+        5,
+        None,
+    ),
+    (
+        "internal_connector",
+        "CREATE TABLE x (a BIGINT) WITH (connector = '__stage', type = 'source');\n"
+        "INSERT INTO out SELECT a FROM x;",
+        "unknown_connector",
+        4,
+        None,
+    ),
 ]
 
 

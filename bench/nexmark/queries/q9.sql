@@ -1,6 +1,7 @@
--- Query 9: winning bids: the highest valid bid of each auction when it closes.
--- NOT YET: ROW_NUMBER() = 1 without windows is an updating aggregate (as in q18), and the
--- engine refuses an aggregate over a join without windows.
+-- Query 9: winning bids: the highest valid bid of each auction, an updating result (as in
+-- Flink's and Arroyo's q9). ROW_NUMBER() = 1 without windows is an updating aggregate (as in
+-- q18); over a join, the join runs as a query of its own writing into a stage that the
+-- aggregate reads (Spark runs a join in append mode only, an aggregate in update mode only).
 INSERT INTO sink
 SELECT id, price FROM (
     SELECT A.auction.id AS id, B.bid.price AS price,

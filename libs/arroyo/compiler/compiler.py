@@ -19,6 +19,7 @@ import structlog
 from sqlglot import exp
 
 from arroyo.connectors.base import ConnectionProfile
+from arroyo.connectors.stage import STAGE_CONNECTOR
 from arroyo.errors import ArroyoError, Diagnostic, PlanningError
 from arroyo.sql.program import PipelineProgram
 from arroyo_rpc.v1 import common_pb2 as common
@@ -47,7 +48,13 @@ def dataflow_graph(program: PipelineProgram) -> tuple[list[pb.GraphNode], list[p
         pb.GraphNode(
             id=s.name,
             kind="source",
-            label=f"{s.connector} (lookup)" if s.is_lookup else s.connector,
+            label=(
+                "stage"
+                if s.connector == STAGE_CONNECTOR
+                else f"{s.connector} (lookup)"
+                if s.is_lookup
+                else s.connector
+            ),
         )
         for s in program.sources
     ]
@@ -57,8 +64,12 @@ def dataflow_graph(program: PipelineProgram) -> tuple[list[pb.GraphNode], list[p
     for view in program.views:
         edges += [pb.GraphEdge(source=t, target=view.name) for t in _reads(view.sql) & known]
     for q in program.queries:
-        sink = f"sink:{q.sink.name}"
-        nodes.append(pb.GraphNode(id=sink, kind="sink", label=q.sink.connector))
+        if q.sink.connector == STAGE_CONNECTOR:
+            # The query writing a stage feeds the stage's node (a source of the query after it).
+            sink = q.sink.name
+        else:
+            sink = f"sink:{q.sink.name}"
+            nodes.append(pb.GraphNode(id=sink, kind="sink", label=q.sink.connector))
         edges += [pb.GraphEdge(source=t, target=sink) for t in _reads(q.sql) & known]
     return nodes, edges
 

@@ -12,6 +12,7 @@ from arroyo.connectors.builtin import (
 from arroyo.connectors.impulse import ImpulseConnector
 from arroyo.connectors.kafka import KafkaConnector
 from arroyo.connectors.nexmark import NexmarkConnector
+from arroyo.connectors.stage import StageConnector
 
 CONNECTORS: tuple[Connector, ...] = (
     ImpulseConnector(),
@@ -23,7 +24,10 @@ CONNECTORS: tuple[Connector, ...] = (
     BlackholeConnector(),
 )
 
-_BY_NAME = {c.name: c for c in CONNECTORS}
+# The engine's own (stages): found by name for the programs that use them, never listed.
+_INTERNAL: tuple[Connector, ...] = (StageConnector(),)
+
+_BY_NAME = {c.name: c for c in (*CONNECTORS, *_INTERNAL)}
 
 
 def connector(name: str) -> Connector | None:

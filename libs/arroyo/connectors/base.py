@@ -81,8 +81,17 @@ class ReadContext:
 
 @dataclass(frozen=True, slots=True)
 class WriteContext:
+    """What a sink needs from the running pipeline: ``state_dir`` is this query's sink's own
+    directory inside the pipeline's state, ``pipeline_dir`` the pipeline's whole state."""
+
     spark: SparkSession
     state_dir: Path
+    pipeline_dir: Path
+
+
+def table_state_dir(pipeline_dir: Path, table: str) -> Path:
+    """A table's own directory inside the pipeline's state (``ReadContext.state_dir``)."""
+    return pipeline_dir / "tables" / table
 
 
 class Connector(ABC):
@@ -121,6 +130,8 @@ class Connector(ABC):
     # processing time, which Spark treats as non-deterministic: it keeps filters above it, out
     # of reach of the optimizer's simplifications (a 10x slower nexmark query, measured).
     has_source_time: ClassVar[bool] = False
+    # Used by the engine itself (stages): not listed, and no table may name it.
+    internal: ClassVar[bool] = False
 
     def parse_options(self, raw: dict[str, str]) -> ConnectorOptions:
         return self.options_model.model_validate(raw)
@@ -168,6 +179,12 @@ class Connector(ABC):
         the source). A connector may tell its system how far the pipeline has read (Kafka
         commits them to the consumer group). Must not raise for a transient failure: the
         checkpoint, not this, is what the pipeline resumes from."""
+        return
+
+    def sink_finished(self, ctx: WriteContext, table: TableSpec) -> None:
+        """Called on the driver once a bounded pipeline's query into this sink has written
+        its last rows (its input ended and everything was flushed); on a resumed run that
+        finds it finished, again."""
         return
 
     def release(self) -> None:

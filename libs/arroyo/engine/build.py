@@ -14,6 +14,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from arroyo.connectors import ReadContext, connector
+from arroyo.connectors.base import table_state_dir
 from arroyo.formats.codec import decode
 from arroyo.sql.program import KEEP, SIGN, PipelineProgram, TableSpec, ViewSpec, signed_view
 
@@ -52,7 +53,7 @@ def build_source(
     assert conn is not None, table.connector
     ctx = ReadContext(
         spark,
-        settings.state_dir / "tables" / table.name,
+        table_state_dir(settings.state_dir, table.name),
         settings.parallelism,
         settings.max_records_per_batch,
         settings.planning,
@@ -127,6 +128,16 @@ def end_of_input_sources(df: DataFrame) -> set[str]:
     """Names of the bounded-capable sources a query reads (from its plan's observers)."""
     plan = df._jdf.queryExecution().analyzed().toString()
     return set(re.findall(rf"CollectMetrics {re.escape(_EOI_METRIC)}(\S+?),", plan))
+
+
+def reads_bounded_only(df: DataFrame) -> bool:
+    """Whether every stream a query reads ends by itself: each bounded source observes its
+    end-of-input marker once per read, so the plan has as many observers as streams."""
+    plan = df._jdf.queryExecution().analyzed()
+    leaves = plan.collectLeaves()
+    streams = sum(1 for i in range(leaves.size()) if leaves.apply(i).isStreaming())
+    observers = re.findall(rf"CollectMetrics {re.escape(_EOI_METRIC)}", plan.toString())
+    return streams == len(observers)
 
 
 # Logical plan nodes that keep state across rows, as the analysed plan prints them.

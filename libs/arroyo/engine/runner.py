@@ -30,6 +30,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from arroyo.connectors import WriteContext, connector
+from arroyo.connectors.base import table_state_dir
 from arroyo.connectors.sinks import wait_for_batches
 from arroyo.engine.build import (
     BuildSettings,
@@ -100,11 +101,14 @@ class _Watched:
     spec: SinkQuery
     query: StreamingQuery
     sources: set[str]
+    context: WriteContext
     ended_sources: set[str] = field(default_factory=set)
     stateful: bool = False
     flushed: bool = False
     last_batch: int = -1
     batches: int = 0
+    # Whether the sink was told it has its last rows (Connector.sink_finished).
+    told_finished: bool = False
 
     @property
     def done(self) -> bool:
@@ -202,7 +206,7 @@ class PipelineRunner:
         df = self.spark.sql(spec.sql)
         sources = end_of_input_sources(df)
         query_dir = self.state_dir / "queries" / f"{index}-{sink.name}"
-        context = WriteContext(self.spark, query_dir / "sink")
+        context = WriteContext(self.spark, query_dir / "sink", self.state_dir)
         if spec.updating_ttl_ms is not None:
             # Read by the state store of this query's aggregate (the state directory Spark
             # keeps under the checkpoint), at every batch: arroyo.engine.session.
@@ -239,7 +243,7 @@ class PipelineRunner:
         else:
             query = self._start_real_time(writer, df, spec)
         log.info("query_started", sink=sink.name, query_id=str(query.id))
-        return _Watched(spec, query, sources)
+        return _Watched(spec, query, sources, context)
 
     def _start_real_time(
         self, writer: DataStreamWriter, df: DataFrame, spec: SinkQuery
@@ -303,6 +307,7 @@ class PipelineRunner:
             while True:
                 self._check_failures()
                 self._poll_progress()
+                self._tell_finished()
                 if self.program.bounded and self._watched and all(w.done for w in self._watched):
                     return True
                 if self._stop_requested.is_set():
@@ -318,6 +323,16 @@ class PipelineRunner:
                 self._await_progress(_POLL_SECONDS)
         finally:
             self._stop_all(graceful)
+
+    def _tell_finished(self) -> None:
+        """Tell each sink whose query is done that it has its last rows: a stage's reader
+        then ends too (arroyo.connectors.stage)."""
+        for w in self._watched:
+            if w.done and not w.told_finished:
+                conn = connector(w.spec.sink.connector)
+                assert conn is not None
+                conn.sink_finished(w.context, w.spec.sink)
+                w.told_finished = True
 
     def _check_failures(self) -> None:
         for w in self._watched:
@@ -398,7 +413,7 @@ class PipelineRunner:
             conn = connector(table.connector)
             assert conn is not None
             conn.source_committed(
-                self.settings.state_dir / "tables" / table.name, table, report.offsets
+                table_state_dir(self.settings.state_dir, table.name), table, report.offsets
             )
         if self.on_batch is not None:
             self.on_batch(report)

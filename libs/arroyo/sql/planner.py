@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import sqlglot
 from pydantic import ValidationError
 from sqlglot import exp
 
@@ -136,6 +137,9 @@ class _State:
     counter: itertools.count[int] = field(default_factory=itertools.count)
     settings: dict[str, str] = field(default_factory=dict)
     updating_ttl_us: int = _DEFAULT_UPDATING_TTL_US
+    # Joins that aggregates read through a stage: the stage (a source) and the query writing
+    # it (see _Rewriter._stage_join).
+    stages: list[tuple[TableSpec, SinkQuery]] = field(default_factory=list)
 
 
 def _setting_duration_us(value: str) -> int:
@@ -289,6 +293,9 @@ class Planner:
         queries = [
             self._sink_query(state, name, inserts) for name, inserts in state.inserts.items()
         ]
+        self._check_stage_readers(state, queries)
+        sources += [stage for stage, _ in state.stages]
+        queries += [writer for _, writer in state.stages]
         if not queries:
             raise _error(
                 "no_sink",
@@ -303,6 +310,37 @@ class Planner:
             udfs=self.udfs.source if self.udfs else None,
             udfs_path=self.udfs.path if self.udfs else None,
         )
+
+    def _check_stage_readers(self, state: _State, queries: list[SinkQuery]) -> None:
+        """A stage's files are removed by the query that reads them, so only one may: an
+        aggregate over a join without windows (in a view, say) feeds one sink."""
+        if not state.stages:
+            return
+        views = {v.name: v.sql for v in state.views}
+        stages = {spec.name for spec, _ in state.stages}
+
+        def reads(sql: str, seen: frozenset[str] = frozenset()) -> set[str]:
+            found: set[str] = set()
+            for table in sqlglot.parse_one(sql, read="spark").find_all(exp.Table):
+                if table.name in stages:
+                    found.add(table.name)
+                elif table.name in views and table.name not in seen:
+                    found |= reads(views[table.name], seen | {table.name})
+            return found
+
+        readers: dict[str, list[str]] = {}
+        for q in queries:
+            for stage in reads(q.sql):
+                readers.setdefault(stage, []).append(q.sink.name)
+        for sinks in readers.values():
+            if len(sinks) > 1:
+                raise _error(
+                    "updating_join_shared",
+                    f"an aggregate over a join without windows can feed one sink, and "
+                    f"{', '.join(repr(s) for s in sinks)} read the same one (repeat the "
+                    f"query for each sink instead of sharing it through a view)",
+                    state.text.span(state.inserts[sinks[1]][0][1]),
+                )
 
     # -- tables ----------------------------------------------------------------------------
 
@@ -392,7 +430,7 @@ class Planner:
         options = {o.key: o for o in stmt.options}
         conn_name = options["connector"].value
         conn = connector(conn_name)
-        if conn is None:
+        if conn is None or conn.internal:
             from arroyo.connectors import CONNECTORS
 
             known = ", ".join(c.name for c in CONNECTORS)
@@ -1599,12 +1637,7 @@ class _Rewriter:
         """A GROUP BY without a window (or a global aggregate): one row per key, changing as
         input arrives. The keys are the selected non-aggregate columns."""
         if sum(not r.static for r in relations) > 1:
-            raise _error(
-                "updating_join",
-                "an aggregate over a join without a window is not supported; "
-                "window both inputs the same way",
-                _span_of(self.text, select),
-            )
+            relations = [self._stage_join(select, relations)]
         keys = [
             p.alias_or_name
             for p in select.expressions
@@ -1635,6 +1668,80 @@ class _Rewriter:
             touched = exp.Max(this=exp.column(TOUCHED, table=alias))
             select.append("expressions", exp.alias_(touched, TOUCHED))
         return _Planned(select, None, keys)
+
+    def _stage_join(self, select: exp.Select, relations: list[_Relation]) -> _Relation:
+        """An aggregate over a join of streams without windows. Spark runs such a join in
+        append mode only and such an aggregate in update mode only, never both in one query,
+        so the join runs as a query of its own: it writes its rows into a stage (the
+        pipeline's internal stream, arroyo.connectors.stage), which the aggregate reads. Each
+        column the aggregate uses becomes one of the stage's columns (the join computes
+        ``A.auction.id``; the aggregate reads ``__c0``), so the stage holds only those.
+        ``select`` is rewritten in place to read the stage; returns the stage's relation."""
+        from arroyo.connectors.stage import STAGE_CONNECTOR
+        from arroyo.engine.build import BuildSettings, reads_bounded_only, register_source
+
+        from_ = select.args.get("from_") or select.args.get("from")
+        assert from_ is not None
+        spark = self.planner.spark
+        # The result's column names stay what they were: a bare column is named after it.
+        names = spark.sql(select.sql(dialect="spark")).schema.fieldNames()
+        for p, name in zip(select.expressions, names, strict=False):
+            if p.meta.get(_RANKED_ROWS):
+                break
+            if isinstance(p, exp.Column):
+                p.replace(exp.alias_(p.copy(), name, quoted=True))
+        name = f"__stage{next(self.state.counter)}"
+        alias = "__staged"
+        aliases = {r.alias for r in relations}
+        columns = {c for r in relations for c, _ in r.columns}
+        computed: dict[str, exp.Expression] = {}
+        for part in [
+            *select.expressions,
+            select.args.get("group"),
+            select.args.get("having"),
+        ]:
+            for col in list(part.find_all(exp.Column)) if part is not None else []:
+                if col.find_ancestor(exp.Select) is not select or col.is_star:
+                    continue
+                qualifier = col.args.get("db") or col.args.get("table")
+                head = qualifier.name if qualifier is not None else col.name
+                if head not in aliases and head not in columns:
+                    continue  # a projection's alias, a lambda's variable
+                text = col.sql(dialect="spark")
+                if text not in computed:
+                    computed[text] = col.copy()
+                stage_column = f"__c{list(computed).index(text)}"
+                col.replace(exp.column(stage_column, table=alias, quoted=True))
+        join = exp.select(
+            *[exp.alias_(e, f"__c{i}", quoted=True) for i, e in enumerate(computed.values())]
+        ).from_(from_.this.copy())
+        join.set("joins", [j.copy() for j in select.args.get("joins") or []])
+        where = select.args.get("where")
+        if where is not None:
+            join.set("where", where.copy())
+        self._check_unwindowed_joins(join, relations)
+        self._bound_unwindowed_joins(join, relations)
+        join_sql = self._projection(join, relations).node.sql(dialect="spark")
+        schema = self.planner.analyse(self.state, join_sql, select)
+        spec = TableSpec(
+            name,
+            STAGE_CONNECTOR,
+            "source",
+            {},
+            [
+                ColumnSpec(f.name, f.dataType.simpleString(), f.nullable)
+                for f in schema.fields
+                if f.name != EVENT_TIME
+            ],
+            bounded=reads_bounded_only(spark.sql(join_sql)),
+        )
+        settings = BuildSettings(self.planner.state_dir, self.planner.parallelism, planning=True)
+        register_source(spark, spec, settings)
+        self.state.stages.append((spec, SinkQuery(replace(spec, role="sink"), join_sql)))
+        from_.set("this", exp.Table(this=exp.to_identifier(name), alias=exp.TableAlias(this=alias)))
+        select.set("joins", None)
+        select.set("where", None)
+        return _Relation(alias, _columns(spark.table(name).schema), None)
 
     def _reads_changelog(self, select: exp.Select) -> bool:
         """Whether the query reads a changelog source table directly."""

@@ -1,0 +1,102 @@
+"""Stages: one query's rows handed to another query of the same pipeline, exactly once.
+
+Spark runs a stream-stream join in append mode only and an aggregate without windows in update
+mode only, so no single streaming query can aggregate a join's rows (Nexmark q4, q9). The
+planner splits such a query in two: the join writes its rows into a stage, and the aggregate
+reads the stage as a stream (arroyo.sql.planner: _Rewriter._stage_join). The stage lives in the
+pipeline's state directory and is internal: users never name it.
+
+Exactly once, across crashes of either query:
+
+- The writer (a foreachBatch function) writes each micro-batch's rows as Parquet under a
+  temporary name and renames the directory into place, whole or not at all. A batch replayed
+  after a crash is not written again when it is there, or when the reader has already consumed
+  it (the reader records the last batch it consumed before removing any file).
+- The reader's offsets are batch ids, kept in its own checkpoint like any source's. Once its
+  query commits a batch, Spark tells the source, which removes the files read: a stage holds
+  only what is written and not yet read, however long the pipeline runs.
+- When the writer's input has ended (a bounded pipeline), the runner marks the stage ended
+  (``sink_finished``) and the reader emits the end-of-input marker after the last batch, so
+  the reading query ends too.
+
+One query reads each stage (the planner refuses a second), as only one can remove the files.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from arroyo.connectors.base import Connector, ReadContext, WriteContext, table_state_dir
+from arroyo.sql.program import Role, TableSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+STAGE_CONNECTOR = "__stage"
+
+
+def stage_data_dir(table_dir: Path) -> Path:
+    return table_dir / "data"
+
+
+class StageWriter:
+    """A foreachBatch function writing each batch into the stage at ``root``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        from arroyo.connectors.sinks import batch_in_flight, consume
+        from arroyo.connectors.stage_files import END, batch_dir, consumed
+
+        with batch_in_flight():
+            final = batch_dir(self.root, batch_id)
+            if final.exists() or batch_id <= consumed(self.root):
+                consume(df)  # written before a crash: its rows are there, or were read
+                return
+            if (self.root / END).exists():
+                # The input ended and every row was written (the runner marks it so only
+                # then); what comes now are end-of-input batches, with no rows.
+                consume(df)
+                return
+            tmp = self.root / f".tmp-{batch_id}"
+            shutil.rmtree(tmp, ignore_errors=True)
+            df.write.mode("overwrite").parquet(str(tmp))
+            os.replace(tmp, final)
+
+
+class StageConnector(Connector):
+    name = STAGE_CONNECTOR
+    description = "Rows one query of the pipeline hands to another (internal)"
+    roles: ClassVar[frozenset[Role]] = frozenset({"source", "sink"})
+    internal = True
+    has_source_time = True
+
+    def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
+        from arroyo.connectors.stage_files import StageSource
+
+        root = stage_data_dir(ctx.state_dir)
+        columns = ", ".join(f"`{c.name}` {c.spark_type}" for c in table.columns)
+        ctx.spark.dataSource.register(StageSource)
+        return (
+            ctx.spark.readStream.format(StageSource.name())
+            .option("path", str(root))
+            .option("columns", columns)
+            .load()
+        )
+
+    def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
+        root = stage_data_dir(table_state_dir(ctx.pipeline_dir, table.name))
+        root.mkdir(parents=True, exist_ok=True)
+        return df.writeStream.foreachBatch(StageWriter(root))
+
+    def sink_finished(self, ctx: WriteContext, table: TableSpec) -> None:
+        from arroyo.connectors.stage_files import END
+
+        root = stage_data_dir(table_state_dir(ctx.pipeline_dir, table.name))
+        root.mkdir(parents=True, exist_ok=True)
+        (root / END).touch()

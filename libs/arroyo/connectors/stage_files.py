@@ -1,0 +1,154 @@
+"""A stage's rows on disk, and the streaming source that reads them back (see stage.py).
+
+Layout of a stage's directory::
+
+    batch-<id>/part-*.parquet   the rows of the writing query's micro-batch <id>, committed
+    .tmp-<id>/                  a batch being written (renamed to batch-<id> when whole)
+    _consumed                   the last batch the reading query committed (its files removed)
+    _end                        the writing query's input has ended: no batch comes after
+
+Offsets are ``{"batch": b, "eoi": n}``: every batch up to ``b`` has been read, and how many
+end-of-input batches have been emitted (as in files.py: once ``_end`` is there and every batch
+is read, each micro-batch carries the marker).
+
+This module is imported by Spark's Python workers, so it must stay importable on its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
+from pyspark.sql.types import StructType
+
+BATCH_PREFIX = "batch-"
+CONSUMED = "_consumed"
+END = "_end"
+# The writing query's event time column, stored with the rows; read back as ``_source_time``.
+EVENT_TIME = "_timestamp"
+_CONTROL = "`_source_time` TIMESTAMP, `_eoi` BOOLEAN"
+_CHUNK_ROWS = 65_536
+
+
+def batch_dir(root: Path, batch_id: int) -> Path:
+    return root / f"{BATCH_PREFIX}{batch_id:012d}"
+
+
+def committed_batches(root: Path) -> list[int]:
+    """The ids of the batches written and not yet consumed, in order."""
+    try:
+        names = os.listdir(root)
+    except FileNotFoundError:
+        return []
+    return sorted(int(n[len(BATCH_PREFIX) :]) for n in names if n.startswith(BATCH_PREFIX))
+
+
+def consumed(root: Path) -> int:
+    """The last batch the reader has committed (and removed); -1 before any."""
+    try:
+        return int((root / CONSUMED).read_text())
+    except FileNotFoundError:
+        return -1
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class _File(InputPartition):
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.path = path
+
+
+class _EndOfInput(InputPartition):
+    def __init__(self) -> None:
+        super().__init__(None)
+
+
+class _StageReader(DataSourceStreamReader):
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        self.root = Path(options["path"])
+        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+
+    def initialOffset(self) -> dict[str, Any]:
+        return {"batch": -1, "eoi": 0}
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadAllAvailable()
+
+    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+        # _end is looked at before the listing, so a listing taken after it has seen every
+        # batch there will ever be.
+        ended = (self.root / END).exists()
+        batches = [b for b in committed_batches(self.root) if b > start["batch"]]
+        if batches:
+            return {"batch": batches[-1], "eoi": start["eoi"]}
+        if ended:
+            return {"batch": start["batch"], "eoi": start["eoi"] + 1}
+        return start
+
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        parts: list[InputPartition] = [
+            _File(str(f))
+            for b in committed_batches(self.root)
+            if start["batch"] < b <= end["batch"]
+            for f in sorted(batch_dir(self.root, b).glob("*.parquet"))
+        ]
+        if end["eoi"] > start["eoi"]:
+            parts.append(_EndOfInput())
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, _EndOfInput):
+            arrays = [pa.nulls(1, f.type) for f in self.arrow_schema if f.name != "_eoi"]
+            yield pa.RecordBatch.from_arrays(
+                [*arrays, pa.array([True], pa.bool_())], schema=self.arrow_schema
+            )
+            return
+        assert isinstance(partition, _File)
+        data = [f for f in self.arrow_schema if f.name not in ("_source_time", "_eoi")]
+        source_time = self.arrow_schema.field("_source_time")
+        stored = pq.ParquetFile(partition.path)
+        for batch in stored.iter_batches(
+            batch_size=_CHUNK_ROWS, columns=[*(f.name for f in data), EVENT_TIME]
+        ):
+            arrays = [batch.column(f.name).cast(f.type) for f in data]
+            arrays.append(batch.column(EVENT_TIME).cast(source_time.type))
+            arrays.append(pa.array([False] * batch.num_rows, pa.bool_()))
+            yield pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+
+    def commit(self, end: dict[str, Any]) -> None:
+        """Spark committed every batch up to ``end``: their files are no longer needed. The
+        mark goes first, so that the writer, replaying a batch after a crash, knows it was
+        consumed even once its files are gone."""
+        if end["batch"] <= consumed(self.root):
+            return
+        _write_atomically(self.root / CONSUMED, str(end["batch"]))
+        for b in committed_batches(self.root):
+            if b <= end["batch"]:
+                shutil.rmtree(batch_dir(self.root, b), ignore_errors=True)
+
+
+class StageSource(DataSource):
+    """Options: ``path`` (the stage's directory), ``columns`` (Spark DDL of its columns)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "arroyo_stage"
+
+    def schema(self) -> str:
+        return f"{self.options['columns']}, {_CONTROL}"
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return _StageReader(dict(self.options), schema)
