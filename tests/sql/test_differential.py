@@ -227,3 +227,20 @@ def test_top_one_over_an_unwindowed_join_matches_duckdb() -> None:
         for r in _golden("updating_join_top_n")
     )
     assert got == Counter(rows)
+
+
+def test_aggregate_over_an_updating_aggregate_over_a_join_matches_duckdb() -> None:
+    rows = (
+        _orders_and_payments()
+        .execute("""
+        SELECT customer, avg(biggest), count(*) FROM (
+            SELECT o.customer AS customer, p.method AS method, max(p.paid) AS biggest
+            FROM orders AS o JOIN payments AS p ON o.order_id = p.order_id GROUP BY ALL)
+        GROUP BY customer""")
+        .fetchall()
+    )
+    got = Counter(
+        (r["customer"], r["avg_biggest"], r["methods"])
+        for r in _golden("updating_join_nested_aggregate")
+    )
+    assert got == Counter(rows)

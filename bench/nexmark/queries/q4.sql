@@ -1,6 +1,7 @@
--- Query 4: average closing price per category.
--- NOT YET: it averages, per category, the maximum bid of each auction, an aggregate over an
--- updating aggregate (the maximum of an open auction changes), which the engine refuses.
+-- Query 4: average closing price per category: per category, the average of each auction's
+-- maximum valid bid, an updating result (as in Flink's q4). The maximum of an open auction
+-- changes, so the average retracts what it counted before: the join, the maxima and the
+-- average run as three queries, handing rows on through stages (the maxima as change records).
 INSERT INTO sink
 SELECT Q.category, avg(Q.final) AS avg_price
 FROM (

@@ -3,13 +3,16 @@
 Spark runs a stream-stream join in append mode only and an aggregate without windows in update
 mode only, so no single streaming query can aggregate a join's rows (Nexmark q4, q9). The
 planner splits such a query in two: the join writes its rows into a stage, and the aggregate
-reads the stage as a stream (arroyo.sql.planner: _Rewriter._stage_join). The stage lives in the
+reads the stage as a stream (arroyo.sql.planner: _Rewriter._stage_join). Likewise an aggregate
+over an updating result (Nexmark q4): the result's change records go into a stage, which the
+aggregate reads as a changelog (_Rewriter._stage_changes). The stage lives in the
 pipeline's state directory and is internal: users never name it.
 
 Exactly once, across crashes of either query:
 
-- The writer (a foreachBatch function) writes each micro-batch's rows as Parquet under a
-  temporary name and renames the directory into place, whole or not at all. A batch replayed
+- The writer (a foreachBatch function) writes each micro-batch's rows as Parquet (change
+  records of an updating result: JSON lines) under a temporary name and renames the directory
+  into place, whole or not at all. A batch replayed
   after a crash is not written again when it is there, or when the reader has already consumed
   it (the reader records the last batch it consumed before removing any file).
 - The reader's offsets are batch ids, kept in its own checkpoint like any source's. Once its
@@ -26,10 +29,17 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
-from arroyo.connectors.base import Connector, ReadContext, WriteContext, table_state_dir
+from arroyo.connectors.base import (
+    Connector,
+    LineWriter,
+    ReadContext,
+    WriteContext,
+    table_state_dir,
+)
 from arroyo.sql.program import Role, TableSpec
 
 if TYPE_CHECKING:
@@ -69,30 +79,62 @@ class StageWriter:
             os.replace(tmp, final)
 
 
+class StageLines:
+    """A LineWriter putting each batch's change records into the stage at ``root``, as one
+    JSON-lines file (the engine computes the records on the driver: arroyo.engine.changelog)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def committed(self, batch_id: int) -> bool:
+        from arroyo.connectors.stage_files import END, batch_dir, consumed
+
+        return (
+            batch_dir(self.root, batch_id).exists()
+            or batch_id <= consumed(self.root)
+            or (self.root / END).exists()
+        )
+
+    def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
+        from arroyo.connectors.stage_files import LINES_FILE, batch_dir
+
+        tmp = self.root / f".tmp-{batch_id}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+        with open(tmp / LINES_FILE, "wb") as f:
+            f.writelines(lines)
+        os.replace(tmp, batch_dir(self.root, batch_id))
+
+
 class StageConnector(Connector):
     name = STAGE_CONNECTOR
     description = "Rows one query of the pipeline hands to another (internal)"
     roles: ClassVar[frozenset[Role]] = frozenset({"source", "sink"})
     internal = True
     has_source_time = True
+    # A stage of change records (an updating result read by an aggregate) has this format.
+    formats = frozenset({"debezium_json"})
 
     def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
         from arroyo.connectors.stage_files import StageSource
 
         root = stage_data_dir(ctx.state_dir)
-        columns = ", ".join(f"`{c.name}` {c.spark_type}" for c in table.columns)
+        reader = ctx.spark.readStream.format(StageSource.name()).option("path", str(root))
+        if table.format is None:
+            columns = ", ".join(f"`{c.name}` {c.spark_type}" for c in table.columns)
+            reader = reader.option("columns", columns)
         ctx.spark.dataSource.register(StageSource)
-        return (
-            ctx.spark.readStream.format(StageSource.name())
-            .option("path", str(root))
-            .option("columns", columns)
-            .load()
-        )
+        return reader.load()
 
     def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
         root = stage_data_dir(table_state_dir(ctx.pipeline_dir, table.name))
         root.mkdir(parents=True, exist_ok=True)
         return df.writeStream.foreachBatch(StageWriter(root))
+
+    def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
+        root = stage_data_dir(table_state_dir(ctx.pipeline_dir, table.name))
+        root.mkdir(parents=True, exist_ok=True)
+        return StageLines(root)
 
     def sink_finished(self, ctx: WriteContext, table: TableSpec) -> None:
         from arroyo.connectors.stage_files import END

@@ -3,6 +3,7 @@
 Layout of a stage's directory::
 
     batch-<id>/part-*.parquet   the rows of the writing query's micro-batch <id>, committed
+    batch-<id>/changes.jsonl    or its change records (a stage of an updating result)
     .tmp-<id>/                  a batch being written (renamed to batch-<id> when whole)
     _consumed                   the last batch the reading query committed (its files removed)
     _end                        the writing query's input has ended: no batch comes after
@@ -35,6 +36,7 @@ END = "_end"
 # The writing query's event time column, stored with the rows; read back as ``_source_time``.
 EVENT_TIME = "_timestamp"
 _CONTROL = "`_source_time` TIMESTAMP, `_eoi` BOOLEAN"
+LINES_FILE = "changes.jsonl"
 _CHUNK_ROWS = 65_536
 
 
@@ -103,7 +105,8 @@ class _StageReader(DataSourceStreamReader):
             _File(str(f))
             for b in committed_batches(self.root)
             if start["batch"] < b <= end["batch"]
-            for f in sorted(batch_dir(self.root, b).glob("*.parquet"))
+            for f in sorted(batch_dir(self.root, b).iterdir())
+            if f.name == LINES_FILE or f.suffix == ".parquet"
         ]
         if end["eoi"] > start["eoi"]:
             parts.append(_EndOfInput())
@@ -117,6 +120,9 @@ class _StageReader(DataSourceStreamReader):
             )
             return
         assert isinstance(partition, _File)
+        if partition.path.endswith(LINES_FILE):
+            yield from self._read_lines(Path(partition.path))
+            return
         data = [f for f in self.arrow_schema if f.name not in ("_source_time", "_eoi")]
         source_time = self.arrow_schema.field("_source_time")
         stored = pq.ParquetFile(partition.path)
@@ -127,6 +133,26 @@ class _StageReader(DataSourceStreamReader):
             arrays.append(batch.column(EVENT_TIME).cast(source_time.type))
             arrays.append(pa.array([False] * batch.num_rows, pa.bool_()))
             yield pa.RecordBatch.from_arrays(arrays, schema=self.arrow_schema)
+
+    def _read_lines(self, path: Path) -> Iterator[pa.RecordBatch]:
+        """Change records, one per line. Their time is when their batch was written (the
+        records carry none), the same on every read of it."""
+        lines = [ln for ln in path.read_bytes().split(b"\n") if ln.strip()]
+        written = int(path.parent.stat().st_mtime * 1_000_000)
+        time_type = self.arrow_schema.field("_source_time").type
+        for i in range(0, len(lines), _CHUNK_ROWS):
+            chunk = lines[i : i + _CHUNK_ROWS]
+            n = len(chunk)
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array([ln.decode() for ln in chunk], pa.string()).cast(
+                        self.arrow_schema.field("value").type
+                    ),
+                    pa.array([written] * n, pa.int64()).cast(time_type),
+                    pa.array([False] * n, pa.bool_()),
+                ],
+                schema=self.arrow_schema,
+            )
 
     def commit(self, end: dict[str, Any]) -> None:
         """Spark committed every batch up to ``end``: their files are no longer needed. The
@@ -141,14 +167,16 @@ class _StageReader(DataSourceStreamReader):
 
 
 class StageSource(DataSource):
-    """Options: ``path`` (the stage's directory), ``columns`` (Spark DDL of its columns)."""
+    """Options: ``path`` (the stage's directory), ``columns`` (Spark DDL of its columns; none
+    for a stage of change records)."""
 
     @classmethod
     def name(cls) -> str:
         return "arroyo_stage"
 
     def schema(self) -> str:
-        return f"{self.options['columns']}, {_CONTROL}"
+        # Without ``columns``: change records, one ``value`` per line for the format to decode.
+        return f"{self.options.get('columns', '`value` STRING')}, {_CONTROL}"
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return _StageReader(dict(self.options), schema)

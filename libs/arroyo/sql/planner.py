@@ -1020,6 +1020,8 @@ class _Rewriter:
         updating_inputs = [r for r in relations if r.updating is not None]
         if is_aggregate and len(relations) == 1 and self._reads_changelog(select):
             return self._changelog_aggregate(select, relations)
+        if updating_inputs and is_aggregate and len(relations) == 1:
+            return self._changelog_aggregate(select, [self._stage_changes(select, relations[0])])
         if updating_inputs and (is_aggregate or len(relations) > 1):
             what = "an aggregate" if is_aggregate else "a join"
             raise _error(
@@ -1678,7 +1680,6 @@ class _Rewriter:
         ``A.auction.id``; the aggregate reads ``__c0``), so the stage holds only those.
         ``select`` is rewritten in place to read the stage; returns the stage's relation."""
         from arroyo.connectors.stage import STAGE_CONNECTOR
-        from arroyo.engine.build import BuildSettings, reads_bounded_only, register_source
 
         from_ = select.args.get("from_") or select.args.get("from")
         assert from_ is not None
@@ -1733,15 +1734,79 @@ class _Rewriter:
                 for f in schema.fields
                 if f.name != EVENT_TIME
             ],
-            bounded=reads_bounded_only(spark.sql(join_sql)),
         )
-        settings = BuildSettings(self.planner.state_dir, self.planner.parallelism, planning=True)
-        register_source(spark, spec, settings)
-        self.state.stages.append((spec, SinkQuery(replace(spec, role="sink"), join_sql)))
+        relation = self._add_stage(spec, SinkQuery(spec, join_sql))
         from_.set("this", exp.Table(this=exp.to_identifier(name), alias=exp.TableAlias(this=alias)))
         select.set("joins", None)
         select.set("where", None)
-        return _Relation(alias, _columns(spark.table(name).schema), None)
+        return replace(relation, alias=alias)
+
+    def _stage_changes(self, select: exp.Select, input_: _Relation) -> _Relation:
+        """An aggregate over an updating result (Nexmark q4: the average, per category, of each
+        auction's maximum bid, which changes while the auction is open). Spark cannot chain
+        two aggregates in update mode, and the outer one must retract what a row contributed
+        before it changed: the updating result is written into a stage as change records (a
+        debezium changelog, as a sink would get it), and the aggregate reads the stage as a
+        changelog source, weighing each row by its sign (_changelog_aggregate). ``select``
+        is rewritten in place to read the stage; returns the stage's relation."""
+        from arroyo.connectors.stage import STAGE_CONNECTOR
+
+        assert input_.updating is not None
+        from_ = select.args.get("from_") or select.args.get("from")
+        assert from_ is not None
+        source = from_.this
+        if isinstance(source, exp.Subquery):
+            query = source.this.sql(dialect="spark")
+        else:
+            query = f"SELECT * FROM {quote_name(source.name)}"
+        fields = [f for f in self.planner.spark.sql(query).schema.fields]
+        names = {f.name for f in fields}
+        data = [f for f in fields if f.name not in _HIDDEN]
+        columns = [ColumnSpec(f.name, f.dataType.simpleString(), f.nullable) for f in data]
+        extra = [n for n in (KEEP, TOUCHED) if n in names]
+        sql = (
+            f"SELECT {', '.join(quote_name(n) for n in [*(f.name for f in data), *extra])} "
+            f"FROM ({query}) AS `__changes`"
+        )
+        name = f"__stage{next(self.state.counter)}"
+        spec = TableSpec(
+            name,
+            STAGE_CONNECTOR,
+            "source",
+            {},
+            columns,
+            FormatSpec("debezium_json"),
+            primary_key=list(input_.updating),
+        )
+        writer = SinkQuery(
+            replace(spec, role="sink"),
+            sql,
+            output_mode="update",
+            key_columns=list(input_.updating),
+            keep_column=KEEP if KEEP in names else None,
+            updating_ttl_ms=self.state.updating_ttl_us // 1000 if TOUCHED in names else None,
+        )
+        relation = self._add_stage(spec, writer)
+        from_.set(
+            "this",
+            exp.Table(
+                this=exp.to_identifier(name),
+                alias=exp.TableAlias(this=exp.to_identifier(input_.alias)),
+            ),
+        )
+        return replace(relation, alias=input_.alias)
+
+    def _add_stage(self, spec: TableSpec, writer: SinkQuery) -> _Relation:
+        """Register a stage read by the query being planned, and the query that writes it."""
+        from arroyo.engine.build import BuildSettings, reads_bounded_only, register_source
+
+        spark = self.planner.spark
+        spec = replace(spec, bounded=reads_bounded_only(spark.sql(writer.sql)))
+        writer = replace(writer, sink=replace(spec, role="sink"))
+        settings = BuildSettings(self.planner.state_dir, self.planner.parallelism, planning=True)
+        register_source(spark, spec, settings)
+        self.state.stages.append((spec, writer))
+        return _Relation(spec.name, _columns(spark.table(spec.name).schema), None)
 
     def _reads_changelog(self, select: exp.Select) -> bool:
         """Whether the query reads a changelog source table directly."""
