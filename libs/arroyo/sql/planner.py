@@ -137,8 +137,8 @@ class _State:
     counter: itertools.count[int] = field(default_factory=itertools.count)
     settings: dict[str, str] = field(default_factory=dict)
     updating_ttl_us: int = _DEFAULT_UPDATING_TTL_US
-    # Joins that aggregates read through a stage: the stage (a source) and the query writing
-    # it (see _Rewriter._stage_join).
+    # Joins and updating results that aggregates read through a stage: the stage (a source)
+    # and the query writing it (see _Rewriter._stage_join and _stage_changes).
     stages: list[tuple[TableSpec, SinkQuery]] = field(default_factory=list)
 
 
@@ -1684,12 +1684,14 @@ class _Rewriter:
         from_ = select.args.get("from_") or select.args.get("from")
         assert from_ is not None
         spark = self.planner.spark
-        # The result's column names stay what they were: a bare column is named after it.
+        # The result's column names stay what Spark names them now (``A.auction.category``
+        # is ``category``, ``max(B.bid.price)`` is ``max(bid.price)``), not after the
+        # rewrite below.
         names = spark.sql(select.sql(dialect="spark")).schema.fieldNames()
         for p, name in zip(select.expressions, names, strict=False):
             if p.meta.get(_RANKED_ROWS):
-                break
-            if isinstance(p, exp.Column):
+                break  # a generator of several columns: the names no longer line up
+            if not isinstance(p, exp.Alias):
                 p.replace(exp.alias_(p.copy(), name, quoted=True))
         name = f"__stage{next(self.state.counter)}"
         alias = "__staged"
