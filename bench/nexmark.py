@@ -142,20 +142,39 @@ def _events(progress: Any) -> int:
 def _drained_s(started: list[Any], stages: list[Path], steady_start: str) -> float:
     """A pipeline of several queries handing rows on through stages (q4, q9): the source's
     events are processed once the last query has read every stage dry. Stop the queries that
-    read the events, wait for that, and return the seconds from the first steady batch's start
-    to then (wall clock: the queries run side by side, so their busy times do not add up)."""
+    read the events, wait until no query has had rows for a while, and return the seconds
+    from the first steady batch's start to the end of the last batch that had rows (wall
+    clock: the queries run side by side, so their busy times do not add up)."""
     from datetime import datetime
+
+    def at(stamp: str) -> float:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
     for q in started:
         if any(_events(p) for p in q.recentProgress):
             q.stop()
-    while any(any(d.glob("batch-*")) for d in stages):
+    end, changed = 0.0, time.monotonic()
+    while True:
         failed = [q for q in started if not q.isActive and q.exception()]
         if failed:
             raise SystemExit(f"failed while draining the stages: {failed[0].exception()}")
-        time.sleep(0.1)
-    began = datetime.fromisoformat(steady_start.replace("Z", "+00:00")).timestamp()
-    return time.time() - began
+        last = max(
+            (
+                at(p.timestamp) + p.durationMs.get("triggerExecution", 0) / 1000
+                for q in started
+                for p in q.recentProgress
+                if p.numInputRows
+            ),
+            default=0.0,
+        )
+        if last > end:
+            end, changed = last, time.monotonic()
+        # A reader removes a batch only when it starts its next one, so the last stays.
+        pending = max(len(list(d.glob("batch-*"))) for d in stages)
+        busy = any(q.isActive and q.status.get("isDataAvailable") for q in started)
+        if time.monotonic() - changed > 5 and pending <= 1 and not busy:
+            return end - at(steady_start)
+        time.sleep(0.2)
 
 
 def run_one(args: argparse.Namespace) -> dict[str, Any]:

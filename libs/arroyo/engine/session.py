@@ -85,7 +85,12 @@ def get_or_create_session(settings: SessionSettings = SessionSettings()) -> Spar
         .config(_TRACK_ROWS, "false")
     )
     log_config = Path(__file__).with_name("log4j2.properties")
-    java_options = f"-Dlog4j2.configurationFile=file:{log_config}"
+    # -Xss: a query stopped while a foreachBatch function (a sink on the driver) runs a Spark
+    # job gets the Python traceback as its error, which Spark matches against a regex
+    # (StreamExecution.PROXY_ERROR) whose depth grows with the text: with the default 1 MiB
+    # thread stacks that overflowed (StackOverflowError printed at stop). Stacks are reserved,
+    # not committed, memory.
+    java_options = f"-Dlog4j2.configurationFile=file:{log_config} -Xss64m"
     if settings.fast_start:
         java_options = f"{java_options} {_FAST_JVM_OPTIONS}"
     builder = builder.config("spark.driver.extraJavaOptions", java_options)
