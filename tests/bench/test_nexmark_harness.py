@@ -48,6 +48,21 @@ def test_throughput_figures_for_each_engine(tmp_path: Path) -> None:
             assert f["peak_rss_mb"] > 100  # a JVM at least
 
 
+def test_a_pipeline_of_stages_is_measured_until_its_last_stage_is_read(tmp_path: Path) -> None:
+    out = tmp_path / "figures.json"
+    events = 200_000
+    _harness(
+        "--queries", "q9", "--events", str(events), "--batch-rows", "50000",
+        "--peers", "spark", "--json", str(out),
+    )  # fmt: skip
+    figures = json.loads(out.read_text())["q9"]
+    assert sorted(figures) == ["arroyo"]  # no form by hand: Spark cannot run it as one query
+    f = figures["arroyo"]
+    assert "error" not in f, f
+    assert f["events"] == events
+    assert 0 < f["events_per_s_with_startup"] < f["events_per_s"]
+
+
 @pytest.mark.kafka
 def test_latency_figures(tmp_path: Path) -> None:
     out = tmp_path / "latency.json"
