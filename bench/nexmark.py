@@ -162,7 +162,10 @@ def _drained_s(started: list[Any], stages: list[Path], steady_start: str) -> flo
         if any(_events(p) for p in q.recentProgress):
             q.stop()
     end, changed = 0.0, time.monotonic()
+    deadline = time.monotonic() + 900
     while True:
+        if time.monotonic() > deadline:
+            raise SystemExit("the stages were not read dry within 15 minutes")
         failed = [q for q in started if not q.isActive and q.exception()]
         if failed:
             raise SystemExit(f"failed while draining the stages: {failed[0].exception()}")

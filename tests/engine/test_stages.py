@@ -124,3 +124,46 @@ def test_an_unbounded_pipeline_reads_its_stage_as_it_is_written(
     assert all(r["price"] > 0 for r in winners)
     assert len({r["id"] for r in winners}) == len(winners)  # one row per auction
     assert not (_stage_root(state) / END).exists()
+
+
+def _stage_columns(spark: SparkSession, tmp_path: Path, insert: str) -> list[list[str]]:
+    program = Planner(spark, state_dir=tmp_path).plan(
+        JOIN_COUNT.split("INSERT INTO", maxsplit=1)[0].replace("$out", str(tmp_path / "out.json"))
+        + insert
+    )
+    return [[c.name for c in s.columns] for s in program.sources if s.connector == "__stage"]
+
+
+def test_a_column_named_two_ways_is_one_stage_column(spark: SparkSession, tmp_path: Path) -> None:
+    # Unqualified, qualified, another case: the same column of the join, which the stage
+    # carries once (two would leave the GROUP BY's apart from the SELECT's).
+    assert _stage_columns(
+        spark,
+        tmp_path,
+        "INSERT INTO out SELECT customer, count(*) AS n FROM orders AS o "
+        "JOIN payments AS p ON o.order_id = p.order_id GROUP BY O.Customer;",
+    ) == [["__c0"]]
+
+
+def test_having_names_the_select_list_first(spark: SparkSession, tmp_path: Path) -> None:
+    # ``total`` in HAVING is the count (as Spark reads it), not the orders' column.
+    assert _stage_columns(
+        spark,
+        tmp_path,
+        "INSERT INTO out SELECT o.customer, count(*) AS total FROM orders AS o "
+        "JOIN payments AS p ON o.order_id = p.order_id GROUP BY o.customer HAVING total > 1;",
+    ) == [["__c0"]]
+
+
+def test_a_view_nobody_reads_writes_no_stage(spark: SparkSession, tmp_path: Path) -> None:
+    assert (
+        _stage_columns(
+            spark,
+            tmp_path,
+            "CREATE VIEW unused AS SELECT o.customer, count(*) AS n FROM orders AS o "
+            "JOIN payments AS p ON o.order_id = p.order_id GROUP BY o.customer;\n"
+            "INSERT INTO out SELECT o.customer, count(*) AS n FROM orders AS o "
+            "GROUP BY o.customer;",
+        )
+        == []
+    )

@@ -133,6 +133,7 @@ class Compiler:
                 ],
             )
             for t in [*program.sources, *(q.sink for q in program.queries)]
+            if t.connector != STAGE_CONNECTOR  # internal: the pipeline's own
         ]
         return pb.CompileResponse(
             program_json=program.to_json(), nodes=nodes, edges=edges, tables=tables

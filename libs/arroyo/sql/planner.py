@@ -293,15 +293,16 @@ class Planner:
         queries = [
             self._sink_query(state, name, inserts) for name, inserts in state.inserts.items()
         ]
-        self._check_stage_readers(state, queries)
-        sources += [stage for stage, _ in state.stages]
-        queries += [writer for _, writer in state.stages]
         if not queries:
             raise _error(
                 "no_sink",
                 "the query writes nowhere: add an INSERT INTO a sink table or a SELECT",
                 text.span(0),
             )
+        writers = self._stage_readers(state, queries)
+        written = {w.sink.name for w in writers}
+        sources += [stage for stage, _ in state.stages if stage.name in written]
+        queries += writers
         return PipelineProgram(
             sources=sources,
             views=state.views,
@@ -311,36 +312,46 @@ class Planner:
             udfs_path=self.udfs.path if self.udfs else None,
         )
 
-    def _check_stage_readers(self, state: _State, queries: list[SinkQuery]) -> None:
-        """A stage's files are removed by the query that reads them, so only one may: an
-        aggregate over a join without windows (in a view, say) feeds one sink."""
-        if not state.stages:
-            return
+    def _stage_readers(self, state: _State, queries: list[SinkQuery]) -> list[SinkQuery]:
+        """The queries writing the stages that some query reads (a stage is planned with the
+        view that needs it, and a view nobody reads needs none), after checking that each has
+        one reader: the reader removes the files it has read, so a second would miss them."""
         views = {v.name: v.sql for v in state.views}
-        stages = {spec.name for spec, _ in state.stages}
+        by_name = {spec.name: writer for spec, writer in state.stages}
+        signed = {signed_view(name): name for name in by_name}
 
         def reads(sql: str, seen: frozenset[str] = frozenset()) -> set[str]:
             found: set[str] = set()
             for table in sqlglot.parse_one(sql, read="spark").find_all(exp.Table):
-                if table.name in stages:
-                    found.add(table.name)
-                elif table.name in views and table.name not in seen:
-                    found |= reads(views[table.name], seen | {table.name})
+                name = signed.get(table.name, table.name)
+                if name in by_name:
+                    found.add(name)
+                elif name in views and name not in seen:
+                    found |= reads(views[name], seen | {name})
             return found
 
-        readers: dict[str, list[str]] = {}
-        for q in queries:
-            for stage in reads(q.sql):
-                readers.setdefault(stage, []).append(q.sink.name)
-        for sinks in readers.values():
-            if len(sinks) > 1:
+        needed: list[SinkQuery] = []
+        readers: dict[str, list[SinkQuery]] = {}
+        pending = list(queries)
+        while pending:
+            query = pending.pop()
+            for stage in reads(query.sql):
+                if stage not in readers:
+                    needed.append(by_name[stage])
+                    pending.append(by_name[stage])
+                readers.setdefault(stage, []).append(query)
+        for sharing in readers.values():
+            if len(sharing) > 1:
+                sinks = [q.sink.name for q in sharing if q.sink.name in state.inserts]
+                where = max((state.inserts[s][0][1] for s in sinks), default=0)
                 raise _error(
                     "updating_join_shared",
-                    f"an aggregate over a join without windows can feed one sink, and "
-                    f"{', '.join(repr(s) for s in sinks)} read the same one (repeat the "
-                    f"query for each sink instead of sharing it through a view)",
-                    state.text.span(state.inserts[sinks[1]][0][1]),
+                    "an aggregate over a join without windows, or over an updating result, "
+                    "can feed one query, and two read the same one (repeat the aggregate for "
+                    "each instead of sharing it through a view)",
+                    state.text.span(where),
                 )
+        return needed
 
     # -- tables ----------------------------------------------------------------------------
 
@@ -1695,25 +1706,30 @@ class _Rewriter:
                 p.replace(exp.alias_(p.copy(), name, quoted=True))
         name = f"__stage{next(self.state.counter)}"
         alias = "__staged"
-        aliases = {r.alias for r in relations}
-        columns = {c for r in relations for c, _ in r.columns}
+        # Names are matched as Spark matches them, ignoring case. An unqualified column is
+        # keyed by the relation that has it, so that ``customer`` and ``o.customer`` are one
+        # stage column.
+        aliases = {r.alias.lower() for r in relations}
+        owners = {c.lower(): r.alias.lower() for r in relations for c, _ in r.columns}
+        outputs = {p.alias_or_name.lower() for p in select.expressions}
+        having = select.args.get("having")
         computed: dict[str, exp.Expression] = {}
-        for part in [
-            *select.expressions,
-            select.args.get("group"),
-            select.args.get("having"),
-        ]:
+        for part in [*select.expressions, select.args.get("group"), having]:
             for col in list(part.find_all(exp.Column)) if part is not None else []:
                 if col.find_ancestor(exp.Select) is not select or col.is_star:
                     continue
                 qualifier = col.args.get("db") or col.args.get("table")
-                head = qualifier.name if qualifier is not None else col.name
-                if head not in aliases and head not in columns:
+                head = (qualifier.name if qualifier is not None else col.name).lower()
+                if head not in aliases and head not in owners:
                     continue  # a projection's alias, a lambda's variable
-                text = col.sql(dialect="spark")
-                if text not in computed:
-                    computed[text] = col.copy()
-                stage_column = f"__c{list(computed).index(text)}"
+                if part is having and qualifier is None and head in outputs:
+                    continue  # HAVING names the select list's columns first
+                key = col.sql(dialect="spark").lower().replace("`", "")
+                if qualifier is None or head not in aliases:
+                    key = f"{owners.get(head, '')}.{key}"
+                if key not in computed:
+                    computed[key] = col.copy()
+                stage_column = f"__c{list(computed).index(key)}"
                 col.replace(exp.column(stage_column, table=alias, quoted=True))
         join = exp.select(
             *[exp.alias_(e, f"__c{i}", quoted=True) for i, e in enumerate(computed.values())]
