@@ -160,9 +160,9 @@ class _StageReader(DataSourceStreamReader):
         """Spark committed every batch up to ``end``: their files are no longer needed. The
         mark goes first, so that the writer, replaying a batch after a crash, knows it was
         consumed even once its files are gone."""
-        if end["batch"] <= consumed(self.root):
-            return
-        _write_atomically(self.root / CONSUMED, str(end["batch"]))
+        if end["batch"] > consumed(self.root):
+            _write_atomically(self.root / CONSUMED, str(end["batch"]))
+        # Also after a crash between the mark and the removal: what it left goes now.
         for b in committed_batches(self.root):
             if b <= end["batch"]:
                 shutil.rmtree(batch_dir(self.root, b), ignore_errors=True)
