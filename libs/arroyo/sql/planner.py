@@ -19,6 +19,7 @@ What the planner adds on top of Spark, query by query (``_Rewriter``):
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -316,14 +317,24 @@ class Planner:
         """The queries writing the stages that some query reads (a stage is planned with the
         view that needs it, and a view nobody reads needs none), after checking that each has
         one reader: the reader removes the files it has read, so a second would miss them."""
+        if not state.stages:
+            return []
         views = {v.name: v.sql for v in state.views}
         by_name = {spec.name: writer for spec, writer in state.stages}
         signed = {signed_view(name): name for name in by_name}
 
+        def tables(sql: str) -> set[str]:
+            try:
+                return {t.name for t in sqlglot.parse_one(sql, read="spark").find_all(exp.Table)}
+            except sqlglot.errors.ParseError:
+                # Spark SQL sqlglot cannot read (a column named ``window``): every identifier,
+                # more than the tables, which can only make a stage look read more.
+                return set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql))
+
         def reads(sql: str, seen: frozenset[str] = frozenset()) -> set[str]:
             found: set[str] = set()
-            for table in sqlglot.parse_one(sql, read="spark").find_all(exp.Table):
-                name = signed.get(table.name, table.name)
+            for table_name in tables(sql):
+                name = signed.get(table_name, table_name)
                 if name in by_name:
                     found.add(name)
                 elif name in views and name not in seen:
