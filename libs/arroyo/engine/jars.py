@@ -16,6 +16,7 @@ never loaded). Spark ships the jar to its executors like the connectors'.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import re
@@ -23,6 +24,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -59,9 +61,29 @@ def _artifact(jar: Path) -> str:
     return match.group("artifact") if match else jar.stem
 
 
-def retrieve(coordinate: str, dest: Path, *, cache: Path | None = None) -> list[Path]:
+def retrieve(
+    coordinate: str, dest: Path, *, cache: Path | None = None, attempts: int = 3
+) -> list[Path]:
     """Resolve ``group:artifact:version`` and its dependencies from Maven Central into
-    ``dest`` with pyspark's Ivy; returns the jars retrieved."""
+    ``dest`` with pyspark's Ivy; returns the jars retrieved.
+
+    The cache is shared by every checkout on the machine, so resolutions hold a lock on it (two
+    at once, say a setup beside a CI run, fail each other's downloads). A failed download is
+    tried again, ``attempts`` times in all, before it is reported: one dropped connection
+    should not fail a setup."""
+    cache = cache or ivy_cache()
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for attempt in range(1, attempts):
+            try:
+                return _retrieve_once(coordinate, dest, cache)
+            except JarResolutionError:
+                time.sleep(2.0 * attempt)
+        return _retrieve_once(coordinate, dest, cache)
+
+
+def _retrieve_once(coordinate: str, dest: Path, cache: Path) -> list[Path]:
     group, artifact, version = coordinate.split(":")
     ivy = next(_pyspark_jars().glob("ivy-*.jar"), None)
     if ivy is None:
@@ -78,7 +100,7 @@ def retrieve(coordinate: str, dest: Path, *, cache: Path | None = None) -> list[
         "-confs",
         "default",
         "-cache",
-        str(cache or ivy_cache()),
+        str(cache),
         "-retrieve",
         f"{dest}/[artifact]-[revision](-[classifier]).[ext]",
     ]

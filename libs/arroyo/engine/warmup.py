@@ -28,22 +28,37 @@ FROM impulse WHERE counter >= 0 GROUP BY window, counter % 3;
 """
 
 
-def plan_sample(spark: SparkSession) -> None:
-    """Plan the sample query (what a compiler does for each request)."""
+def plan_sample(spark: SparkSession) -> bool:
+    """Plan the sample query (what a compiler does for each request).
+
+    Best effort, like ``run_sample``: warming is an optimisation, so a failure is logged and the
+    service starts anyway (a real request that fails the same way gets its error reported to
+    the user, which a service that exited at start-up could not do). Returns whether it warmed.
+    """
     from arroyo.sql.planner import Planner
 
-    with tempfile.TemporaryDirectory(prefix="arroyo-warmup-") as tmp:
-        Planner(spark, state_dir=Path(tmp)).plan(WARM_UP_QUERY)
+    try:
+        with tempfile.TemporaryDirectory(prefix="arroyo-warmup-") as tmp:
+            Planner(spark, state_dir=Path(tmp)).plan(WARM_UP_QUERY)
+    except Exception:
+        log.exception("spark_warm_up_failed", step="plan")
+        return False
+    return True
 
 
-def run_sample(spark: SparkSession) -> None:
-    """Plan and run the sample to its end (what a worker does for each job)."""
+def run_sample(spark: SparkSession) -> bool:
+    """Plan and run the sample to its end (what a worker does for each job); best effort."""
     from arroyo.engine.runner import PipelineRunner
     from arroyo.sql.planner import Planner
 
-    with tempfile.TemporaryDirectory(prefix="arroyo-warmup-") as tmp:
-        program = Planner(spark, state_dir=Path(tmp)).plan(WARM_UP_QUERY)
-        runner = PipelineRunner(spark, program, Path(tmp) / "state")
-        runner.start()
-        runner.wait(timeout=120)
+    try:
+        with tempfile.TemporaryDirectory(prefix="arroyo-warmup-") as tmp:
+            program = Planner(spark, state_dir=Path(tmp)).plan(WARM_UP_QUERY)
+            runner = PipelineRunner(spark, program, Path(tmp) / "state")
+            runner.start()
+            runner.wait(timeout=120)
+    except Exception:
+        log.exception("spark_warm_up_failed", step="run")
+        return False
     log.info("spark_warmed_up")
+    return True
