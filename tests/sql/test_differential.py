@@ -244,3 +244,22 @@ def test_aggregate_over_an_updating_aggregate_over_a_join_matches_duckdb() -> No
         for r in _golden("updating_join_nested_aggregate")
     )
     assert got == Counter(rows)
+
+
+def test_top_two_over_an_updating_aggregate_over_a_join_match_duckdb() -> None:
+    rows = (
+        _orders_and_payments()
+        .execute("""
+        SELECT method, rn, customer, paid FROM (
+            SELECT method, customer, paid, row_number() OVER (
+                PARTITION BY method ORDER BY paid DESC, customer DESC) AS rn
+            FROM (SELECT p.method AS method, o.customer AS customer, sum(p.paid) AS paid
+                  FROM orders AS o JOIN payments AS p ON o.order_id = p.order_id GROUP BY ALL))
+        WHERE rn <= 2""")
+        .fetchall()
+    )
+    got = Counter(
+        (r["method"], r["rn"], r["customer"], r["paid"])
+        for r in _golden("updating_join_aggregate_top_n")
+    )
+    assert got == Counter(rows)
