@@ -263,3 +263,19 @@ def test_top_two_over_an_updating_aggregate_over_a_join_match_duckdb() -> None:
         for r in _golden("updating_join_aggregate_top_n")
     )
     assert got == Counter(rows)
+
+
+def test_a_join_bounded_in_event_time_matches_duckdb() -> None:
+    rows = (
+        _orders_and_payments()
+        .execute("""
+        SELECT a.customer, a.order_id, b.order_id FROM orders AS a JOIN orders AS b
+        ON a.customer = b.customer
+        WHERE b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' MINUTE""")
+        .fetchall()
+    )
+    got = Counter(
+        (r["customer"], r["first"], r["next"]) for r in _golden("unwindowed_interval_join")
+    )
+    assert len(rows) > 30  # each order meets itself and, mostly, the next one
+    assert got == Counter(rows)

@@ -49,6 +49,7 @@ class NexmarkConnector(Connector):
     roles: ClassVar[frozenset[Role]] = frozenset({"source"})
     options_model = NexmarkOptions
     has_source_time = True
+    event_time_fields = ("person.datetime", "auction.datetime", "bid.datetime")
 
     def columns(self, options: ConnectorOptions) -> list[ColumnSpec]:
         return [

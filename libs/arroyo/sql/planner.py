@@ -96,6 +96,9 @@ class _Relation:
     updating: list[str] | None = None  # key columns, when the relation is an updating result
     batch_input: str | None = None  # see _Planned
     static: bool = False  # a lookup table, or a query of lookup tables alone: not a stream
+    # Columns equal to its event time (``_timestamp``) wherever set, lower-case dotted paths:
+    # a table's WATERMARK FOR column, or its connector's (Connector.event_time_fields).
+    time_fields: frozenset[str] = frozenset()
 
     @property
     def has_event_time(self) -> bool:
@@ -1129,15 +1132,29 @@ class _Rewriter:
         return node
 
     def _bound_unwindowed_joins(self, select: exp.Select, relations: list[_Relation]) -> None:
-        """``updating_ttl`` for joins without windows. Arroyo drops a row from a join's state
-        once it is older than the TTL; Spark drops join state only for a join whose condition
-        bounds the sides' event times against each other. So each joined input's event time
-        must lie within the TTL of the first input's: rows further apart than the TTL never
-        meet (as in Arroyo, where the older one has expired), and each side's state is dropped
-        once the other side's watermark is past it by the TTL. Joins written with USING (no ON
-        to extend) keep their state for the pipeline's life."""
+        """State bounds for joins without windows.
+
+        Spark drops a side's join state only when the join condition bounds that side's event
+        time against the other's (then a row goes once the watermark says no row it could
+        match can still come). Two sources of such bounds:
+
+        - The query's own conditions on columns equal to the inputs' event times (Nexmark
+          q9's ``B.bid.datetime BETWEEN A.auction.datetime AND ...``). Spark sees those only
+          through the watermark column, so each is added again in terms of ``_timestamp``
+          (_join_time_bounds): the copy holds wherever the original does, so results do not
+          change, and a bid can be dropped as soon as the watermark passes it.
+        - ``updating_ttl``. Arroyo drops a row from a join's state once it is older than the
+          TTL, so each joined input's event time must lie within the TTL of the first
+          input's: rows further apart than the TTL never meet (as in Arroyo, where the older
+          one has expired), and each side's state is dropped once the other side's watermark
+          is past it by the TTL. Spark takes the loosest of a side's bounds, so a half of the
+          TTL bound is left out where the query already bounds that side at least as tightly.
+
+        Joins written with USING (no ON to extend) keep their state for the pipeline's life."""
         first = next(r for r in relations if not r.static)
-        seconds = exp.Literal.string(f"{self.state.updating_ttl_us / 1_000_000:.6f}")
+        ttl_us = self.state.updating_ttl_us
+        bounded = _join_time_bounds(select, relations)
+        seconds = exp.Literal.string(f"{ttl_us / 1_000_000:.6f}")
         ttl = exp.Interval(this=seconds, unit=exp.var("SECOND"))
         for join, rel in zip(select.args.get("joins") or [], relations[1:], strict=False):
             on = join.args.get("on")
@@ -1145,12 +1162,18 @@ class _Rewriter:
                 continue
             mine = exp.column(EVENT_TIME, table=rel.alias)
             theirs = exp.column(EVENT_TIME, table=first.alias)
-            bound = exp.Between(
-                this=mine,
-                low=exp.Sub(this=theirs, expression=ttl.copy()),
-                high=exp.Add(this=theirs.copy(), expression=ttl.copy()),
-            )
-            join.set("on", exp.and_(exp.paren(on.copy()), bound))
+            halves: list[exp.Expression] = []
+            if bounded.get((rel.alias, first.alias), -ttl_us - 1) < -ttl_us:
+                halves.append(exp.GTE(this=mine, expression=exp.Sub(this=theirs, expression=ttl)))
+            if bounded.get((first.alias, rel.alias), -ttl_us - 1) < -ttl_us:
+                halves.append(
+                    exp.LTE(
+                        this=mine.copy(),
+                        expression=exp.Add(this=theirs.copy(), expression=ttl.copy()),
+                    )
+                )
+            if halves:
+                join.set("on", exp.and_(exp.paren(join.args["on"].copy()), *halves))
 
     def _check_lookup_joins(self, select: exp.Select, relations: list[_Relation]) -> None:
         """A stream joined with lookup tables: each of the stream's rows meets the lookup rows
@@ -1267,6 +1290,7 @@ class _Rewriter:
             self.state.view_windows.get(name),
             self.state.view_updating.get(name),
             static=name in self.state.static,
+            time_fields=_time_fields(known.spec) if known is not None else frozenset(),
         )
 
     def _expand_stars(self, select: exp.Select, relations: list[_Relation]) -> None:
@@ -1959,6 +1983,106 @@ class _Rewriter:
                     window = (p.alias_or_name, spec)
                     break
         return _Planned(select, window)
+
+
+def _time_fields(spec: TableSpec) -> frozenset[str]:
+    """The columns of a table equal to its event time wherever they are set."""
+    if spec.event_time_column:
+        return frozenset({spec.event_time_column.lower()})
+    conn = connector(spec.connector) if spec.connector else None
+    if conn is None or not conn.has_source_time:
+        return frozenset()
+    return frozenset(f.lower() for f in conn.event_time_fields)
+
+
+_TIME_COMPARISONS = (exp.GT, exp.GTE, exp.LT, exp.LTE)
+
+
+def _join_time_bounds(select: exp.Select, relations: list[_Relation]) -> dict[tuple[str, str], int]:
+    """Adds to ``select``'s joins, in terms of ``_timestamp``, each comparison of its ON and
+    WHERE conditions between two inputs' event-time columns (a constant interval added or
+    subtracted allowed), in the ON of the later input's join. Returns the bounds found:
+    ``(a, b) -> c`` when input ``a``'s event time is at least ``b``'s plus ``c`` microseconds
+    (the largest ``c`` where several say so)."""
+    by_alias = {r.alias.lower(): r for r in relations if r.time_fields and r.has_event_time}
+    if len(by_alias) < 2:
+        return {}
+    order = {r.alias.lower(): i for i, r in enumerate(relations)}
+    joins = select.args.get("joins") or []
+    where = select.args.get("where")
+    conditions = [j.args.get("on") for j in joins] + [where.this if where else None]
+    comparisons: list[tuple[bool, exp.Expression, exp.Expression]] = []
+    for condition in conditions:
+        if condition is None:
+            continue
+        for conjunct in _conjuncts(condition):
+            if isinstance(conjunct, exp.Between):
+                comparisons.append((True, conjunct.this, conjunct.args["low"]))
+                comparisons.append((False, conjunct.this, conjunct.args["high"]))
+            elif isinstance(conjunct, _TIME_COMPARISONS):
+                at_least = isinstance(conjunct, exp.GT | exp.GTE)
+                comparisons.append((at_least, conjunct.this, conjunct.expression))
+    bounds: dict[tuple[str, str], int] = {}
+    for at_least, left, right in comparisons:
+        lt, rt = _event_time_term(left, by_alias), _event_time_term(right, by_alias)
+        if lt is None or rt is None or lt[0] == rt[0]:
+            continue
+        (l_alias, l_expr, l_us), (r_alias, r_expr, r_us) = lt, rt
+        on = joins[max(order[l_alias], order[r_alias]) - 1].args.get("on")
+        if on is None:
+            continue  # USING: no condition to extend
+        # left >= right: l + l_us >= r + r_us, so l >= r + (r_us - l_us); left <= right: the
+        # other way round. Kept non-strict: strictness makes a bound no looser.
+        added: exp.Expression
+        if at_least:
+            key, offset = (l_alias, r_alias), r_us - l_us
+            added = exp.GTE(this=l_expr, expression=r_expr)
+        else:
+            key, offset = (r_alias, l_alias), l_us - r_us
+            added = exp.LTE(this=l_expr, expression=r_expr)
+        bounds[key] = max(bounds.get(key, offset), offset)
+        on.replace(exp.and_(exp.paren(on.copy()), added))
+    return {(by_alias[a].alias, by_alias[b].alias): c for (a, b), c in bounds.items()}
+
+
+def _event_time_term(
+    node: exp.Expression, by_alias: Mapping[str, _Relation]
+) -> tuple[str, exp.Expression, int] | None:
+    """``(input, the same in terms of its _timestamp, interval added in microseconds)`` when
+    ``node`` is an input's event-time column, perhaps plus or minus a constant interval."""
+    offset = 0
+    column = node
+    if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
+        try:
+            offset = interval_us(node.expression)
+        except DurationError:
+            return None
+        offset = -offset if isinstance(node, exp.Sub) else offset
+        column = node.this
+    if not isinstance(column, exp.Column):
+        return None
+    parts = [p.name for p in column.parts]
+    if len(parts) < 2:
+        return None
+    alias = parts[0].lower()
+    rel = by_alias.get(alias)
+    if rel is None or ".".join(parts[1:]).lower() not in rel.time_fields:
+        return None
+    time = exp.column(EVENT_TIME, table=rel.alias)
+    if column is node:
+        return alias, time, 0
+    replaced = node.copy()
+    replaced.this.replace(time)
+    return alias, replaced, offset
+
+
+def _conjuncts(condition: exp.Expression) -> list[exp.Expression]:
+    """The terms of a condition's top-level ANDs, through parentheses."""
+    if isinstance(condition, exp.Paren):
+        return _conjuncts(condition.this)
+    if isinstance(condition, exp.And):
+        return _conjuncts(condition.this) + _conjuncts(condition.expression)
+    return [condition]
 
 
 def _joined(
