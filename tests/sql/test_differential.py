@@ -279,3 +279,27 @@ def test_a_join_bounded_in_event_time_matches_duckdb() -> None:
     )
     assert len(rows) > 30  # each order meets itself and, mostly, the next one
     assert got == Counter(rows)
+
+
+def test_an_aggregate_over_an_updating_aggregate_matches_duckdb() -> None:
+    rows = (
+        _events()
+        .execute("""
+        SELECT n, count(*) FROM (SELECT "user", count(*) AS n FROM events GROUP BY "user")
+        GROUP BY n""")
+        .fetchall()
+    )
+    got = Counter((r["n"], r["users"]) for r in _golden("updating_aggregate_of_aggregate"))
+    assert got == Counter(rows)
+
+
+def test_an_aggregate_over_a_filtered_changelog_matches_its_final_table() -> None:
+    table: dict[int, dict[str, Any]] = {}
+    for line in (INPUTS / "cdc.json").read_text().splitlines():
+        change = json.loads(line)
+        if change["after"] is None:
+            del table[change["before"]["id"]]
+        else:
+            table[change["after"]["id"]] = change["after"]
+    big = [p["qty"] for p in table.values() if p["qty"] >= 3]
+    assert _golden("updating_cdc_view_aggregate") == [{"products": len(big), "total": sum(big)}]
