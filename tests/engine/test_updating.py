@@ -68,8 +68,7 @@ SRC = """CREATE TABLE src (k TEXT, v BIGINT) WITH (connector = 'single_file',
             "updating_input",
         ),
         (
-            "CREATE VIEW c AS SELECT k, count(*) AS n FROM src GROUP BY k;\n"
-            "SELECT max(n) FROM c;",
+            "CREATE VIEW c AS SELECT k, count(*) AS n FROM src GROUP BY k;\nSELECT max(n) FROM c;",
             "changelog_aggregate",
         ),
         (
