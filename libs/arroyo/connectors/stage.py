@@ -53,6 +53,15 @@ def stage_data_dir(table_dir: Path) -> Path:
     return table_dir / "data"
 
 
+def _handed_on(root: Path, batch_id: int) -> bool:
+    """Whether a writer's batch needs no writing: written before a crash (its rows are there,
+    or were read), or the input has ended and every row was written (the runner marks it so
+    only then; what comes after are end-of-input batches, with no rows)."""
+    from arroyo.connectors.stage_files import END, batch_dir, consumed
+
+    return batch_dir(root, batch_id).exists() or batch_id <= consumed(root) or (root / END).exists()
+
+
 class StageWriter:
     """A foreachBatch function writing each batch into the stage at ``root``."""
 
@@ -61,22 +70,16 @@ class StageWriter:
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         from arroyo.connectors.sinks import batch_in_flight, consume
-        from arroyo.connectors.stage_files import END, batch_dir, consumed
+        from arroyo.connectors.stage_files import batch_dir
 
         with batch_in_flight():
-            final = batch_dir(self.root, batch_id)
-            if final.exists() or batch_id <= consumed(self.root):
-                consume(df)  # written before a crash: its rows are there, or were read
-                return
-            if (self.root / END).exists():
-                # The input ended and every row was written (the runner marks it so only
-                # then); what comes now are end-of-input batches, with no rows.
+            if _handed_on(self.root, batch_id):
                 consume(df)
                 return
             tmp = self.root / f".tmp-{batch_id}"
             shutil.rmtree(tmp, ignore_errors=True)
             df.write.mode("overwrite").parquet(str(tmp))
-            os.replace(tmp, final)
+            os.replace(tmp, batch_dir(self.root, batch_id))
 
 
 class StageLines:
@@ -87,13 +90,7 @@ class StageLines:
         self.root = root
 
     def committed(self, batch_id: int) -> bool:
-        from arroyo.connectors.stage_files import END, batch_dir, consumed
-
-        return (
-            batch_dir(self.root, batch_id).exists()
-            or batch_id <= consumed(self.root)
-            or (self.root / END).exists()
-        )
+        return _handed_on(self.root, batch_id)
 
     def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
         from arroyo.connectors.stage_files import LINES_FILE, batch_dir

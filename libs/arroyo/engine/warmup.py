@@ -28,7 +28,7 @@ FROM impulse WHERE counter >= 0 GROUP BY window, counter % 3;
 """
 
 
-def plan_sample(spark: SparkSession) -> bool:
+def plan_sample(spark: SparkSession, sql: str = WARM_UP_QUERY) -> bool:
     """Plan the sample query (what a compiler does for each request).
 
     Best effort, like ``run_sample``: warming is an optimisation, so a failure is logged and the
@@ -39,21 +39,21 @@ def plan_sample(spark: SparkSession) -> bool:
 
     try:
         with tempfile.TemporaryDirectory(prefix="arroyo-warmup-") as tmp:
-            Planner(spark, state_dir=Path(tmp)).plan(WARM_UP_QUERY)
+            Planner(spark, state_dir=Path(tmp)).plan(sql)
     except Exception:
         log.exception("spark_warm_up_failed", step="plan")
         return False
     return True
 
 
-def run_sample(spark: SparkSession) -> bool:
+def run_sample(spark: SparkSession, sql: str = WARM_UP_QUERY) -> bool:
     """Plan and run the sample to its end (what a worker does for each job); best effort."""
     from arroyo.engine.runner import PipelineRunner
     from arroyo.sql.planner import Planner
 
     try:
         with tempfile.TemporaryDirectory(prefix="arroyo-warmup-") as tmp:
-            program = Planner(spark, state_dir=Path(tmp)).plan(WARM_UP_QUERY)
+            program = Planner(spark, state_dir=Path(tmp)).plan(sql)
             runner = PipelineRunner(spark, program, Path(tmp) / "state")
             runner.start()
             runner.wait(timeout=120)

@@ -19,6 +19,7 @@ What the planner adds on top of Spark, query by query (``_Rewriter``):
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -1163,9 +1164,9 @@ class _Rewriter:
             mine = exp.column(EVENT_TIME, table=rel.alias)
             theirs = exp.column(EVENT_TIME, table=first.alias)
             halves: list[exp.Expression] = []
-            if bounded.get((rel.alias, first.alias), -ttl_us - 1) < -ttl_us:
+            if bounded.get((rel.alias, first.alias), -math.inf) < -ttl_us:
                 halves.append(exp.GTE(this=mine, expression=exp.Sub(this=theirs, expression=ttl)))
-            if bounded.get((first.alias, rel.alias), -ttl_us - 1) < -ttl_us:
+            if bounded.get((first.alias, rel.alias), -math.inf) < -ttl_us:
                 halves.append(
                     exp.LTE(
                         this=mine.copy(),
