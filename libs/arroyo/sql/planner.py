@@ -1099,7 +1099,7 @@ class _Rewriter:
                 and mine in (sides := {(c.table, c.name) for c in (eq.this, eq.expression)})
                 and len(sides) == 2
                 and sides <= windows
-                for eq in (on.flatten() if isinstance(on, exp.And) else [on])
+                for eq in _conjuncts(on)
                 if isinstance(eq, exp.EQ)
             ):
                 return None
@@ -1484,9 +1484,7 @@ class _Rewriter:
         span = _span_of(self.text, window)
         original = [p.alias_or_name for p in inner.expressions]
         where = select.args.get("where")
-        conditions = list(where.this.flatten()) if where is not None else []
-        if where is not None and not isinstance(where.this, exp.And):
-            conditions = [where.this]
+        conditions = _conjuncts(where.this) if where is not None else []
         bound = next((c for c in conditions if _rank_limit(c, rank) is not None), None)
         if bound is None:
             return False
