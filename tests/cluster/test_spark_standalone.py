@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pyspark
 import pytest
 
 from tests.cluster.harness import free_port, running_cluster
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -63,16 +63,17 @@ def spark_master(tmp_path: Path) -> Iterator[str]:
 def _wait_for_worker(web_port: int, logs: Path) -> None:
     import urllib.request
 
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
+    def alive() -> bool:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{web_port}/json/", timeout=5) as r:
-                if json.loads(r.read()).get("aliveworkers", 0) >= 1:
-                    return
+                return bool(json.loads(r.read()).get("aliveworkers", 0) >= 1)
         except OSError:
-            pass
-        time.sleep(0.5)
-    raise AssertionError(f"the Spark worker did not register\n{_tail(logs)}")
+            return False
+
+    try:
+        wait_until("the Spark worker to register", alive, 120, interval=0.5)
+    except AssertionError as err:
+        raise AssertionError(f"{err}\n{_tail(logs)}") from err
 
 
 def _tail(directory: Path) -> str:

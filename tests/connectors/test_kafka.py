@@ -18,6 +18,7 @@ from arroyo.errors import JobFailedError, PlanningError
 from arroyo.sql.planner import Planner
 from arroyo.testing.kafka import KafkaBroker
 from arroyo.testing.schema_registry import SchemaRegistry
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
 
@@ -586,11 +587,14 @@ def test_arroyo_run_avro_windows_to_kafka_stop_and_resume(
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         try:
-            deadline = time.monotonic() + _DEADLINE_S
-            while len(_values(kafka_broker, out)) < sum(expected.values()):
-                assert proc.poll() is None, f"arroyo run exited: {proc.communicate()[1]}"
-                assert time.monotonic() < deadline, "the windows did not all arrive in time"
-                time.sleep(0.5)
+
+            def arrived(
+                run: subprocess.Popen[str] = proc, wanted: int = sum(expected.values())
+            ) -> bool:
+                assert run.poll() is None, f"arroyo run exited: {run.communicate()[1]}"
+                return len(_values(kafka_broker, out)) >= wanted
+
+            wait_until("every window in Kafka", arrived, _DEADLINE_S, interval=0.5)
         finally:
             proc.send_signal(signal.SIGINT)
             _, err = proc.communicate(timeout=120)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from arroyo.connectors.stage_files import CONSUMED, END, batch_dir, committed_ba
 from arroyo.engine.runner import PipelineRunner
 from arroyo.sql.planner import Planner
 from tests.sql.harness import INPUTS, read_output, replay_changes
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -112,11 +112,11 @@ def test_an_unbounded_pipeline_reads_its_stage_as_it_is_written(
     runner.start()
     waiter = threading.Thread(target=runner.wait, kwargs={"timeout": 300})
     waiter.start()
-    deadline = time.monotonic() + 240
-    while time.monotonic() < deadline and not (out.exists() and out.stat().st_size > 0):
-        time.sleep(0.5)
-    runner.stop()
-    waiter.join()
+    try:
+        wait_until("a winning bid at the sink", lambda: out.exists() and out.stat().st_size, 240)
+    finally:
+        runner.stop()
+        waiter.join()
 
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert records, "no winning bid reached the sink"
