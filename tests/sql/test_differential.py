@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any
 
 import duckdb
+import pytest
 
 from tests.sql.harness import GOLDEN, INPUTS
 
@@ -106,6 +107,30 @@ def test_busiest_users_per_hop_window_match_duckdb() -> None:
     expected = Counter((_ts(s), u, c) for s, u, c in rows)
     got = Counter((r["start"], r["user"], r["c"]) for r in _golden("windowed_local_join"))
     assert got == expected
+
+
+@pytest.mark.parametrize(("case", "extreme"), [("top", "max"), ("bottom", "min")])
+def test_rows_holding_each_windows_extreme_match_duckdb(case: str, extreme: str) -> None:
+    """windowed_top_rows and windowed_bottom_rows (Nexmark q7's shape), which the engine runs
+    over an aggregate that keeps only each window's extreme rows: every distinct row at the
+    extreme, ties included."""
+    rows = (
+        _events()
+        .execute(f"""
+        WITH seen AS (
+            SELECT DISTINCT time_bucket(INTERVAL 30 SECOND, ts::TIMESTAMP) AS start, "user",
+                   kind, device.version AS version
+            FROM events)
+        SELECT start, "user", kind, version FROM seen
+        WHERE version = (SELECT {extreme}(version) FROM seen AS m WHERE m.start = seen.start)""")
+        .fetchall()
+    )
+    expected = Counter((_ts(s), u, k, v) for s, u, k, v in rows)
+    golden = _golden(f"windowed_{case}_rows")
+    got = Counter((r["start"], r["user"], r["kind"], r["version"]) for r in golden)
+    assert got == expected
+    assert all(r["top"] == r["version"] for r in golden)
+    assert sum(expected.values()) > len({s for s, *_ in expected}), "no window has a tie"
 
 
 def test_latest_event_per_user_and_kind_matches_duckdb() -> None:

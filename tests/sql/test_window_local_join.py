@@ -9,7 +9,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from arroyo.sql.planner import Planner
-from arroyo.sql.program import SinkQuery
+from arroyo.engine.build import BuildSettings, register
+from arroyo.sql.program import PipelineProgram, SinkQuery
 from tests.sql.harness import QUERIES, render
 
 
@@ -71,3 +72,57 @@ def test_a_join_of_two_aggregates_stays_a_streaming_join(
 ) -> None:
     query = _plan(spark, tmp_path, render(QUERIES / "windowed_joins.sql", Path("/dev/null")))
     assert query.batch_view is None
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("case", ["windowed_top_rows", "windowed_bottom_rows"])
+def test_the_rows_of_each_windows_extreme_keep_only_those_rows_in_state(
+    spark: SparkSession, tmp_path: Path, case: str
+) -> None:
+    program = Planner(spark, state_dir=tmp_path).plan(
+        render(QUERIES / f"{case}.sql", Path("/dev/null"))
+    )
+    (query,) = program.queries
+    (aggregate,) = program.aggregates
+    assert query.batch_view is not None and query.batch_view.startswith("seen__top_rows")
+    assert query.sql == f"SELECT * FROM `{query.batch_view[: -len('__batch')]}`"
+    assert aggregate.largest == (case == "windowed_top_rows")
+    # The root it reads is keyed by the window alone: one state row per open window.
+    root = {v.name: v.sql for v in program.views}[query.batch_view[: -len("__batch")]]
+    assert root.endswith("GROUP BY WINDOW(_timestamp, '30000000 microseconds')) AS __agg0"), root
+    # A worker gets the program as JSON, in a session of its own: the aggregate comes with it.
+    restored = PipelineProgram.from_json(program.to_json())
+    assert restored == program
+    spark.sql(f"DROP TEMPORARY FUNCTION {aggregate.name}")
+    assert not spark.catalog.functionExists(aggregate.name)
+    register(spark, restored, BuildSettings(state_dir=tmp_path, planning=True))
+    assert spark.catalog.functionExists(aggregate.name)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        (("WHERE S.version = N.top", "WHERE S.version >= N.top"), "no equality with the maximum"),
+        (("WHERE S.version = N.top", "WHERE S.version = N.top OR S.kind = 'buy'"), "under an OR"),
+        (
+            ("max(version) AS top FROM seen", "max(version) AS top FROM seen WHERE kind = 'buy'"),
+            "a maximum over some of the rows",
+        ),
+        (("max(version) AS top", "max(version) AS top, count(*) AS n"), "another aggregate"),
+        (("device.version AS version", "amount AS version"), "a floating-point key"),
+        (
+            ("FROM events GROUP BY 1, 2, 3, 4", "FROM events GROUP BY 1, 2, 3, 4, id"),
+            "rows not distinct over their columns",
+        ),
+    ],
+)
+def test_other_joins_with_a_windows_extreme_read_every_row(
+    spark: SparkSession, tmp_path: Path, change: tuple[str, str], why: str
+) -> None:
+    sql = render(QUERIES / "windowed_top_rows.sql", Path("/dev/null"))
+    assert change[0] in sql
+    program = Planner(spark, state_dir=tmp_path).plan(sql.replace(*change))
+    (query,) = program.queries
+    assert query.batch_view == "seen__batch", why
+    assert not program.aggregates, why

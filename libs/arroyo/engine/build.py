@@ -16,7 +16,15 @@ from pyspark.sql import functions as F
 from arroyo.connectors import ReadContext, connector
 from arroyo.connectors.base import table_state_dir
 from arroyo.formats.codec import decode
-from arroyo.sql.program import KEEP, SIGN, PipelineProgram, TableSpec, ViewSpec, signed_view
+from arroyo.sql.program import (
+    KEEP,
+    SIGN,
+    AggregateSpec,
+    PipelineProgram,
+    TableSpec,
+    ViewSpec,
+    signed_view,
+)
 
 EVENT_TIME = "_timestamp"
 # The end-of-input marker's event time: later than any real event, so the watermark derived from
@@ -99,6 +107,8 @@ def build_source(
 
 def register(spark: SparkSession, program: PipelineProgram, settings: BuildSettings) -> None:
     """Make every source and view of the program visible to Spark SQL by its name."""
+    for aggregate in program.aggregates:
+        register_aggregate(spark, aggregate)
     for table in program.sources:
         register_source(spark, table, settings)
     for view in program.views:
@@ -112,6 +122,20 @@ def register_source(spark: SparkSession, table: TableSpec, settings: BuildSettin
     if table.is_changelog:
         signed = build_source(spark, table, settings, signed=True)
         signed.createOrReplaceTempView(signed_view(table.name))
+
+
+def register_aggregate(spark: SparkSession, aggregate: AggregateSpec) -> None:
+    """One of Arroyo's own aggregate functions (Java), under the name the views call it by."""
+    assert aggregate.kind == "extreme_rows", aggregate.kind
+    jvm = spark._jvm
+    assert jvm is not None
+    jvm.arroyo.sql.ExtremeRows.register(
+        spark._jsparkSession,
+        aggregate.name,
+        aggregate.input_ddl,
+        aggregate.key,
+        aggregate.largest,
+    )
 
 
 def register_view(spark: SparkSession, view: ViewSpec) -> None:

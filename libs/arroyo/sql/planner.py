@@ -39,6 +39,7 @@ from arroyo.sql.program import (
     KEEP,
     SIGN,
     TOUCHED,
+    AggregateSpec,
     ColumnSpec,
     FormatSpec,
     PipelineProgram,
@@ -145,6 +146,8 @@ class _State:
     # Joins and updating results that aggregates read through a stage: the stage (a source)
     # and the query writing it (see _Rewriter._stage_join and _stage_changes).
     stages: list[tuple[TableSpec, SinkQuery]] = field(default_factory=list)
+    # Arroyo's own aggregate functions that views call (see _Rewriter._top_rows_root).
+    aggregates: list[AggregateSpec] = field(default_factory=list)
 
 
 def _setting_duration_us(value: str) -> int:
@@ -315,6 +318,7 @@ class Planner:
             parallelism=self.parallelism,
             udfs=self.udfs.source if self.udfs else None,
             udfs_path=self.udfs.path if self.udfs else None,
+            aggregates=state.aggregates,
         )
 
     def _stage_readers(self, state: _State, queries: list[SinkQuery]) -> list[SinkQuery]:
@@ -1105,32 +1109,125 @@ class _Rewriter:
                 return None
         (root,) = roots
         assert root is not None
-        self._register_batch_view(root)
+        reduced = self._top_rows_root(select, sources, root)
+        batch_root, root_form = reduced or (root, None)
+        self._register_batch_view(batch_root)
         for table in sources:
             assert isinstance(table, exp.Table)
             table.replace(
                 exp.Subquery(
-                    this=self._batch_form(table.name),
+                    this=self._batch_form(table.name, root_form),
                     alias=exp.TableAlias(this=exp.to_identifier(table.alias_or_name)),
                 )
             )
         planned = self._projection(select, relations)
-        return _Planned(planned.node, None, None, root)
+        return _Planned(planned.node, None, None, batch_root)
 
-    def _batch_form(self, view: str) -> exp.Query:
-        """A window-local view's query, reading its root's micro-batch instead of the stream."""
+    def _batch_form(self, view: str, root_form: exp.Query | None = None) -> exp.Query:
+        """A window-local view's query, reading its root's micro-batch instead of the stream
+        (or, given ``root_form``, reading that in place of the root's batch)."""
         root = self.state.view_roots[view]
         if root == view:
+            if root_form is not None:
+                return root_form.copy()
             return exp.select("*").from_(exp.to_identifier(batch_view_name(root)))
         node = self.state.view_nodes[view].copy()
         for table in list(node.find_all(exp.Table)):
             table.replace(
                 exp.Subquery(
-                    this=self._batch_form(table.name),
+                    this=self._batch_form(table.name, root_form),
                     alias=exp.TableAlias(this=exp.to_identifier(table.alias_or_name)),
                 )
             )
         return node
+
+    def _top_rows_root(
+        self, select: exp.Select, sources: list[exp.Table], root: str
+    ) -> tuple[str, exp.Query] | None:
+        """A smaller root for the rows of a window that hold its maximum (or minimum).
+
+        The pattern (Nexmark q7, the highest bids of each window): the root is a windowed
+        GROUP BY without aggregates (distinct rows per window), joined on the window with a
+        view ``SELECT window, max(x) AS m FROM root GROUP BY window``, on ``root.x = m``. Only
+        the rows whose x is their window's maximum can meet that condition, and the maximum
+        over those rows is the same maximum, so the root may keep just them: a streaming
+        aggregate keyed by the window alone (ExtremeRows.java: the distinct rows of the
+        largest x so far, ties included) in place of one keyed by every distinct row of the
+        window, whose state holds every row until the window closes. Each batch expands the
+        kept rows back into the root's columns, and the query runs over them as before.
+
+        Returns the new root's view and the root's batch form read from it; None where the
+        query is not of that form."""
+        if len(sources) != 2 or [t.name for t in sources].count(root) != 1:
+            return None
+        (rows,) = [t for t in sources if t.name == root]
+        (maxima,) = [t for t in sources if t.name != root]
+        window = self.state.view_windows.get(root)
+        if window is None:
+            return None
+        extreme = _per_window_extreme(self.state.view_nodes.get(maxima.name), root, window[0])
+        root_node = self.state.view_nodes.get(root)
+        distinct = _distinct_windowed(root_node, window[0])
+        if extreme is None or distinct is None or root_node is None:
+            return None
+        largest, column, alias = extreme
+        inner, payload = distinct
+        if column not in payload:
+            return None
+        mine = {(rows.alias_or_name, column), (maxima.alias_or_name, alias)}
+        joins = select.args.get("joins") or []
+        conditions = [c for j in joins if j.args.get("on") for c in _conjuncts(j.args["on"])]
+        where = select.args.get("where")
+        if where is not None:
+            conditions += _conjuncts(where.this)
+        if not any(
+            isinstance(c, exp.EQ)
+            and all(isinstance(side, exp.Column) for side in (c.this, c.expression))
+            and {(side.table, side.name) for side in (c.this, c.expression)} == mine
+            for c in conditions
+        ):
+            return None
+        schema = self.planner.spark.table(quote_name(root)).schema
+        types = {f.name: f.dataType for f in schema.fields}
+        names = list(payload)
+        key_type = types[column].simpleString()
+        if not re.fullmatch(
+            r"(tinyint|smallint|int|bigint|decimal\(.*\)|date|timestamp\w*)", key_type
+        ):
+            return None
+        function = f"__arroyo_extreme_rows{next(self.state.counter)}"
+        ddl = ", ".join(f"{quote_name(n)} {types[n].simpleString()}" for n in names)
+        spec = AggregateSpec(function, "extreme_rows", ddl, names.index(column), largest)
+        from arroyo.engine.build import register_aggregate, register_view
+
+        register_aggregate(self.planner.spark, spec)
+        # The new root: the same query, grouped by its window alone, its other grouped
+        # columns gathered into the top rows.
+        helper = "__arroyo_rows"
+        kept = [p for p in inner.expressions if p.alias_or_name not in payload]
+        call = exp.Anonymous(this=function, expressions=[payload[n].copy() for n in names])
+        grouped = {p.this.sql(): p.this for p in kept}
+        new_inner = inner.copy()
+        new_inner.set("expressions", [*(p.copy() for p in kept), exp.alias_(call, helper)])
+        new_inner.set("group", exp.Group(expressions=[e.copy() for e in grouped.values()]))
+        assert isinstance(root_node, exp.Select)
+        node = root_node.copy()
+        columns = [p for p in node.expressions if p.alias_or_name not in payload]
+        subquery = node.args["from_"].this
+        columns.append(exp.column(helper, table=subquery.alias_or_name))
+        node.set("expressions", columns)
+        node.args["from_"].this.set("this", new_inner)
+        view = ViewSpec(f"{root}__top_rows{next(self.state.counter)}", node.sql(dialect="spark"))
+        register_view(self.planner.spark, view)
+        self.state.aggregates.append(spec)
+        self.state.views.append(view)
+        expanded = exp.select(
+            exp.Star(), exp.func("INLINE", exp.column("rows", table=helper))
+        ).from_(exp.to_identifier(batch_view_name(view.name)))
+        form = exp.select(*(exp.column(f.name, quoted=True) for f in schema.fields)).from_(
+            exp.Subquery(this=expanded, alias=exp.TableAlias(this=exp.to_identifier(helper)))
+        )
+        return view.name, form
 
     def _bound_unwindowed_joins(self, select: exp.Select, relations: list[_Relation]) -> None:
         """State bounds for joins without windows.
@@ -2082,6 +2179,82 @@ def _conjuncts(condition: exp.Expression) -> list[exp.Expression]:
     if isinstance(condition, exp.And):
         return _conjuncts(condition.this) + _conjuncts(condition.expression)
     return [condition]
+
+
+def _per_window_extreme(
+    node: exp.Query | None, view: str, window: str
+) -> tuple[bool, str, str] | None:
+    """If ``node`` (a windowed view's rewritten query) is ``SELECT window, max(x) AS m FROM
+    view GROUP BY window`` (or min): whether max, x, and m."""
+    inner = _aggregate_inner(node, window)
+    if inner is None or inner.args.get("where"):
+        return None
+    source = inner.args["from_"].this
+    if not isinstance(source, exp.Table) or source.name != view or source.args.get("db"):
+        return None
+    group = inner.args.get("group")
+    if group is None or any(
+        not (isinstance(g, exp.Column) and g.name == window) for g in group.expressions
+    ):
+        return None
+    extremes = []
+    for projection in inner.expressions:
+        value = projection.this if isinstance(projection, exp.Alias) else projection
+        if isinstance(value, exp.Max | exp.Min) and isinstance(value.this, exp.Column):
+            if value.args.get("expressions"):
+                return None
+            extremes.append((isinstance(value, exp.Max), value.this.name, projection.alias_or_name))
+        elif not (isinstance(value, exp.Column) and value.name == window):
+            return None
+    return extremes[0] if len(extremes) == 1 else None
+
+
+def _distinct_windowed(
+    node: exp.Query | None, window: str
+) -> tuple[exp.Select, dict[str, exp.Expression]] | None:
+    """If ``node`` (a windowed view's rewritten query) groups by exactly the columns it selects
+    and aggregates nothing (its rows are the distinct rows of each window): its inner
+    aggregate query, and its grouped columns other than the window's, by name."""
+    inner = _aggregate_inner(node, window)
+    group = inner.args.get("group") if inner is not None else None
+    if inner is None or group is None or any(_has_aggregate(p) for p in inner.expressions):
+        return None
+    projected = [p.this if isinstance(p, exp.Alias) else p for p in inner.expressions]
+    keys = set()
+    for g in group.expressions:
+        if isinstance(g, exp.Literal) and not g.is_string and g.name.isdigit():
+            if not 1 <= int(g.name) <= len(projected):
+                return None
+            keys.add(projected[int(g.name) - 1].sql())
+        else:
+            keys.add(g.sql())
+    if keys != {p.sql() for p in projected}:
+        return None
+    windows = {window, _WINDOW_HELPER}
+    payload = {
+        p.alias_or_name: p.this if isinstance(p, exp.Alias) else p
+        for p in inner.expressions
+        if p.alias_or_name not in windows
+    }
+    return (inner, payload) if payload else None
+
+
+def _aggregate_inner(node: exp.Query | None, window: str) -> exp.Select | None:
+    """The aggregate query inside a windowed aggregate view's rewritten query (``SELECT ...
+    FROM (aggregate) AS __aggN``), if ``node`` is one with nothing else around it."""
+    if not isinstance(node, exp.Select) or node.args.get("joins") or node.args.get("where"):
+        return None
+    from_ = node.args.get("from_")
+    subquery = from_.this if from_ is not None else None
+    if not isinstance(subquery, exp.Subquery) or not isinstance(subquery.this, exp.Select):
+        return None
+    inner = subquery.this
+    for clause in ("having", "qualify", "joins", "distinct", "with_"):
+        if inner.args.get(clause):
+            return None
+    if window not in {p.alias_or_name for p in inner.expressions}:
+        return None
+    return inner
 
 
 def _joined(

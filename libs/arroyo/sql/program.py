@@ -91,6 +91,21 @@ class ViewSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class AggregateSpec:
+    """An aggregate function of Arroyo's own (Java, libs/arroyo/java/arroyo/sql) that the views
+    call by ``name``: registered in every session that runs the program, before its views.
+
+    ``extreme_rows``: the distinct rows of ``input_ddl`` holding the largest (``largest``) or
+    smallest value of column ``key`` (see ExtremeRows.java)."""
+
+    name: str
+    kind: Literal["extreme_rows"]
+    input_ddl: str
+    key: int
+    largest: bool = True
+
+
+@dataclass(frozen=True, slots=True)
 class SinkQuery:
     """One streaming query: the SQL that feeds a sink table."""
 
@@ -118,6 +133,7 @@ class PipelineProgram:
     # The UDF file's text and name: workers load the UDFs from the program, not from a path.
     udfs: str | None = None
     udfs_path: str | None = None
+    aggregates: list[AggregateSpec] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -152,6 +168,7 @@ class PipelineProgram:
             parallelism=raw["parallelism"],
             udfs=raw.get("udfs"),
             udfs_path=raw.get("udfs_path"),
+            aggregates=[AggregateSpec(**a) for a in raw.get("aggregates", [])],
         )
 
     @property
