@@ -1163,7 +1163,9 @@ class _Rewriter:
         (rows,) = [t for t in sources if t.name == root]
         (maxima,) = [t for t in sources if t.name != root]
         window = self.state.view_windows.get(root)
-        if window is None:
+        if window is None or window[1].kind == "session":
+            # A session window is per group: grouped by the window alone, it would join
+            # sessions that the query keeps apart.
             return None
         extreme = _per_window_extreme(self.state.view_nodes.get(maxima.name), root, window[0])
         root_node = self.state.view_nodes.get(root)
@@ -1198,6 +1200,8 @@ class _Rewriter:
         function = f"__arroyo_extreme_rows{next(self.state.counter)}"
         ddl = ", ".join(f"{quote_name(n)} {types[n].simpleString()}" for n in names)
         spec = AggregateSpec(function, "extreme_rows", ddl, names.index(column), largest)
+        from pyspark.errors import AnalysisException
+
         from arroyo.engine.build import register_aggregate, register_view
 
         register_aggregate(self.planner.spark, spec)
@@ -1218,7 +1222,12 @@ class _Rewriter:
         node.set("expressions", columns)
         node.args["from_"].this.set("this", new_inner)
         view = ViewSpec(f"{root}__top_rows{next(self.state.counter)}", node.sql(dialect="spark"))
-        register_view(self.planner.spark, view)
+        try:
+            register_view(self.planner.spark, view)
+        except AnalysisException:
+            # Spark refused the smaller root (say, a grouped column its aggregate's input
+            # cannot take): the query runs over the root it was written with.
+            return None
         self.state.aggregates.append(spec)
         self.state.views.append(view)
         expanded = exp.select(
