@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from arroyo.engine.build import BuildSettings, register
+from arroyo.engine.build import BuildSettings, register, register_aggregate
 from arroyo.sql.planner import Planner
-from arroyo.sql.program import PipelineProgram, SinkQuery
+from arroyo.sql.program import AggregateSpec, PipelineProgram, SinkQuery
 from tests.sql.harness import QUERIES, render
 
 
@@ -128,3 +128,31 @@ def test_other_joins_with_a_windows_extreme_read_every_row(
     (query,) = program.queries
     assert not (query.batch_view or "").startswith("seen__top_rows"), why
     assert not program.aggregates, why
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("largest", [True, False])
+def test_extreme_rows_are_the_distinct_rows_at_the_extreme(
+    spark: SparkSession, largest: bool
+) -> None:
+    """The aggregate behind the top-rows root, over rows split across partitions (so partial
+    results merge): ties kept, duplicates once (-0.0 and 0.0 being one value, as Spark groups
+    them), rows with a NULL key left out, and a group of NULL keys alone gives no rows."""
+    name = f"test_extreme_rows_{'max' if largest else 'min'}"
+    register_aggregate(
+        spark, AggregateSpec(name, "extreme_rows", "g INT, k BIGINT, v DOUBLE", 1, largest)
+    )
+    rows = [
+        (1, 7, 1.0), (1, 7, -0.0), (1, 3, 9.0), (1, 7, 0.0), (1, 7, 1.0),
+        (1, 5, 2.0), (1, None, 3.0), (1, 5, 4.0), (2, None, 1.0),
+    ]  # fmt: skip
+    df = spark.createDataFrame(rows, "g INT, k BIGINT, v DOUBLE").repartition(3)
+    df.createOrReplaceTempView("extreme_input")
+    got = {
+        r["g"]: sorted(tuple(x) for x in r["top"]["rows"])
+        for r in spark.sql(
+            f"SELECT g, {name}(g, k, v) AS top FROM extreme_input GROUP BY g"
+        ).collect()
+    }
+    expected = [(1, 7, 0.0), (1, 7, 1.0)] if largest else [(1, 3, 9.0)]
+    assert got == {1: expected, 2: []}

@@ -1195,7 +1195,8 @@ class _Rewriter:
         key_type = types[column].simpleString()
         if not re.fullmatch(
             r"(tinyint|smallint|int|bigint|decimal\(.*\)|date|timestamp\w*)", key_type
-        ):
+        ) or any("binary" in types[n].simpleString() for n in names):
+            # A key Java orders as Spark does; rows told apart by value (not a binary array).
             return None
         function = f"__arroyo_extreme_rows{next(self.state.counter)}"
         ddl = ", ".join(f"{quote_name(n)} {types[n].simpleString()}" for n in names)

@@ -34,7 +34,8 @@ import scala.jdk.javaapi.CollectionConverters;
  * aggregator's input encoder is fixed by its schema. The key column must be of an integral,
  * decimal, date or timestamp type: those Java orders as Spark does (Spark orders strings by
  * UTF-8 bytes and treats -0.0 as 0.0, which Java's comparisons do not). Rows whose key is null
- * are left out, as a maximum leaves nulls out.
+ * are left out, as a maximum leaves nulls out. The rows are told apart by value, so none may
+ * hold a binary column (a Java array is equal only to itself).
  */
 public final class ExtremeRows extends Aggregator<Row, ExtremeRows.Top, Row> {
   private static final long serialVersionUID = 1L;
@@ -102,11 +103,22 @@ public final class ExtremeRows extends Aggregator<Row, ExtremeRows.Top, Row> {
       // A row of its own: the encoder may hand over the same object for every input row.
       Object[] values = new Object[row.length()];
       for (int i = 0; i < values.length; i++) {
-        values[i] = row.get(i);
+        values[i] = normalized(row.get(i));
       }
       top.rows.add(RowFactory.create(values));
     }
     return top;
+  }
+
+  /** As Spark groups them: -0.0 is 0.0 (and every NaN one NaN, as boxed equality has it). */
+  private static Object normalized(Object value) {
+    if (value instanceof Double d && d == 0.0d) {
+      return 0.0d;
+    }
+    if (value instanceof Float f && f == 0.0f) {
+      return 0.0f;
+    }
+    return value;
   }
 
   @Override
