@@ -139,9 +139,7 @@ def test_extreme_rows_are_the_distinct_rows_at_the_extreme(
     results merge): ties kept, duplicates once (-0.0 and 0.0 being one value, as Spark groups
     them), rows with a NULL key left out, and a group of NULL keys alone gives no rows."""
     name = f"test_extreme_rows_{'max' if largest else 'min'}"
-    register_aggregate(
-        spark, AggregateSpec(name, "extreme_rows", "g INT, k BIGINT, v DOUBLE", 1, largest)
-    )
+    register_aggregate(spark, AggregateSpec(name, "g INT, k BIGINT, v DOUBLE", 1, largest))
     rows = [
         (1, 7, 1.0), (1, 7, -0.0), (1, 3, 9.0), (1, 7, 0.0), (1, 7, 1.0),
         (1, 5, 2.0), (1, None, 3.0), (1, 5, 4.0), (2, None, 1.0),

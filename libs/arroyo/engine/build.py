@@ -126,7 +126,6 @@ def register_source(spark: SparkSession, table: TableSpec, settings: BuildSettin
 
 def register_aggregate(spark: SparkSession, aggregate: AggregateSpec) -> None:
     """One of Arroyo's own aggregate functions (Java), under the name the views call it by."""
-    assert aggregate.kind == "extreme_rows", aggregate.kind
     jvm = spark._jvm
     assert jvm is not None
     jvm.arroyo.sql.ExtremeRows.register(

@@ -1170,7 +1170,7 @@ class _Rewriter:
         extreme = _per_window_extreme(self.state.view_nodes.get(maxima.name), root, window[0])
         root_node = self.state.view_nodes.get(root)
         distinct = _distinct_windowed(root_node, window[0])
-        if extreme is None or distinct is None or root_node is None:
+        if extreme is None or distinct is None:
             return None
         largest, column, alias = extreme
         inner, payload = distinct
@@ -1200,7 +1200,7 @@ class _Rewriter:
             return None
         function = f"__arroyo_extreme_rows{next(self.state.counter)}"
         ddl = ", ".join(f"{quote_name(n)} {types[n].simpleString()}" for n in names)
-        spec = AggregateSpec(function, "extreme_rows", ddl, names.index(column), largest)
+        spec = AggregateSpec(function, ddl, names.index(column), largest)
         from pyspark.errors import AnalysisException
 
         from arroyo.engine.build import register_aggregate, register_view
@@ -1211,7 +1211,7 @@ class _Rewriter:
         helper = "__arroyo_rows"
         kept = [p for p in inner.expressions if p.alias_or_name not in payload]
         call = exp.Anonymous(this=function, expressions=[payload[n].copy() for n in names])
-        grouped = {p.this.sql(): p.this for p in kept}
+        grouped = {p.unalias().sql(): p.unalias() for p in kept}
         new_inner = inner.copy()
         new_inner.set("expressions", [*(p.copy() for p in kept), exp.alias_(call, helper)])
         new_inner.set("group", exp.Group(expressions=[e.copy() for e in grouped.values()]))
@@ -1519,23 +1519,10 @@ class _Rewriter:
                 continue
             name, spec = rel.window
             for g in group.expressions:
-                target = self._resolve_group_item(select, g)
+                target = _resolve_group_item(select, g)
                 if isinstance(target, exp.Column) and target.name == name:
                     return target.copy(), spec
         return None
-
-    def _resolve_group_item(self, select: exp.Select, item: exp.Expression) -> exp.Expression:
-        if isinstance(item, exp.Literal) and not item.is_string:
-            index = int(item.name) - 1
-            if 0 <= index < len(select.expressions):
-                target: exp.Expression = select.expressions[index].unalias()
-                return target
-        if isinstance(item, exp.Column) and not item.table:
-            for p in select.expressions:
-                if isinstance(p, exp.Alias) and p.alias == item.name:
-                    aliased: exp.Expression = p.this
-                    return aliased
-        return item
 
     def _windowed_aggregate(
         self, select: exp.Select, window: tuple[exp.Expression, WindowSpec]
@@ -2191,6 +2178,21 @@ def _conjuncts(condition: exp.Expression) -> list[exp.Expression]:
     return [condition]
 
 
+def _resolve_group_item(select: exp.Select, item: exp.Expression) -> exp.Expression:
+    """A GROUP BY item as the expression it groups by: a position or a select alias resolved."""
+    if isinstance(item, exp.Literal) and not item.is_string:
+        index = int(item.name) - 1
+        if 0 <= index < len(select.expressions):
+            target: exp.Expression = select.expressions[index].unalias()
+            return target
+    if isinstance(item, exp.Column) and not item.table:
+        for p in select.expressions:
+            if isinstance(p, exp.Alias) and p.alias == item.name:
+                aliased: exp.Expression = p.this
+                return aliased
+    return item
+
+
 def _per_window_extreme(
     node: exp.Query | None, view: str, window: str
 ) -> tuple[bool, str, str] | None:
@@ -2209,7 +2211,7 @@ def _per_window_extreme(
         return None
     extremes = []
     for projection in inner.expressions:
-        value = projection.this if isinstance(projection, exp.Alias) else projection
+        value = projection.unalias()
         if isinstance(value, exp.Max | exp.Min) and isinstance(value.this, exp.Column):
             if value.args.get("expressions"):
                 return None
@@ -2229,22 +2231,12 @@ def _distinct_windowed(
     group = inner.args.get("group") if inner is not None else None
     if inner is None or group is None or any(_has_aggregate(p) for p in inner.expressions):
         return None
-    projected = [p.this if isinstance(p, exp.Alias) else p for p in inner.expressions]
-    keys = set()
-    for g in group.expressions:
-        if isinstance(g, exp.Literal) and not g.is_string and g.name.isdigit():
-            if not 1 <= int(g.name) <= len(projected):
-                return None
-            keys.add(projected[int(g.name) - 1].sql())
-        else:
-            keys.add(g.sql())
-    if keys != {p.sql() for p in projected}:
+    keys = {_resolve_group_item(inner, g).sql() for g in group.expressions}
+    if keys != {p.unalias().sql() for p in inner.expressions}:
         return None
     windows = {window, _WINDOW_HELPER}
     payload = {
-        p.alias_or_name: p.this if isinstance(p, exp.Alias) else p
-        for p in inner.expressions
-        if p.alias_or_name not in windows
+        p.alias_or_name: p.unalias() for p in inner.expressions if p.alias_or_name not in windows
     }
     return (inner, payload) if payload else None
 

@@ -92,14 +92,12 @@ class ViewSpec:
 
 @dataclass(frozen=True, slots=True)
 class AggregateSpec:
-    """An aggregate function of Arroyo's own (Java, libs/arroyo/java/arroyo/sql) that the views
-    call by ``name``: registered in every session that runs the program, before its views.
-
-    ``extreme_rows``: the distinct rows of ``input_ddl`` holding the largest (``largest``) or
-    smallest value of column ``key`` (see ExtremeRows.java)."""
+    """An aggregate function of Arroyo's own that the views call by ``name``, registered in
+    every session that runs the program, before its views: the distinct rows of ``input_ddl``
+    holding the largest (``largest``) or smallest value of column ``key`` (see
+    libs/arroyo/java/arroyo/sql/ExtremeRows.java)."""
 
     name: str
-    kind: Literal["extreme_rows"]
     input_ddl: str
     key: int
     largest: bool = True
