@@ -16,7 +16,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 import uuid
@@ -25,6 +24,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+
+from tests.waiting import wait_until
 
 T = TypeVar("T")
 
@@ -173,20 +174,22 @@ class Cluster:
 
     def until(self, what: str, probe: Callable[[], T | None], timeout: float = 180) -> T:
         """Poll ``probe`` until it returns something truthy; fail with the services' logs."""
-        deadline = time.monotonic() + timeout
         last: object = None
-        while time.monotonic() < deadline:
+
+        def attempt() -> T | None:
+            nonlocal last
             for name, process in self.processes.items():
                 if process.poll() is not None:
                     raise AssertionError(f"{name} exited ({process.returncode})\n{self.logs()}")
             try:
-                result = probe()
+                return probe()
             except (ApiError, urllib.error.URLError, ConnectionError) as err:
-                result, last = None, err
-            if result:
-                return result
-            time.sleep(0.2)
-        raise AssertionError(f"timed out waiting for {what} (last: {last})\n{self.logs()}")
+                last = err
+                return None
+
+        found = wait_until(what, attempt, timeout, detail=lambda: f" (last: {last})\n{self.logs()}")
+        assert found is not None
+        return found
 
     def job(self, pipeline_id: str) -> dict[str, Any]:
         jobs = self.call("GET", f"/pipelines/{pipeline_id}/jobs")["data"]

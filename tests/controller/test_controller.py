@@ -5,8 +5,6 @@ refused with FAILED_PRECONDITION (``stale_generation``)."""
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
@@ -21,13 +19,9 @@ from arroyo_rpc.v1 import controller_pb2 as pb
 from arroyo_rpc.v1 import controller_pb2_grpc
 from arroyo_services.controller.servicer import ControllerServicer  # type: ignore[import-not-found, unused-ignore]
 from tests.service import serving
+from tests.waiting import eventually
 
-
-async def eventually(what: str, probe: Callable[[], Awaitable[bool]], timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not await probe():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.05)
+EVENTUALLY_S = 20.0
 
 
 def test_reports_are_routed_by_generation(tmp_path: Path) -> None:
@@ -58,7 +52,7 @@ def test_reports_are_routed_by_generation(tmp_path: Path) -> None:
                     return job is not None and job.status.state is JobState.SCHEDULING
 
                 # No node has registered: the job waits in Scheduling, at generation 1.
-                await eventually("Scheduling", scheduling)
+                await eventually("Scheduling", scheduling, EVENTUALLY_S)
                 current = common.JobRef(job_id=job_id, generation=1, worker_id="w")
                 await client.heartbeat(pb.HeartbeatRequest(job=current, address="127.0.0.1:1"))
 
@@ -80,7 +74,7 @@ def test_reports_are_routed_by_generation(tmp_path: Path) -> None:
                     job = await store.get_job(broken)
                     return job is not None and job.status.state is JobState.FAILED
 
-                await eventually("Failed", failed)
+                await eventually("Failed", failed, EVENTUALLY_S)
                 job = await store.get_job(broken)
                 assert job is not None and job.status.restarts == 0
                 assert "does not load" in str(job.status.failure_message)

@@ -15,6 +15,7 @@ from arroyo.errors import PlanningError
 from arroyo.sql.planner import Planner
 from arroyo.testing.kafka import KafkaBroker
 from tests.sql.harness import QUERIES, render
+from tests.waiting import wait_until
 
 
 @pytest.mark.spark
@@ -120,15 +121,21 @@ def test_refused_updating_queries(spark: SparkSession, tmp_path: Path, sql: str,
 def _changes(path: Path, count: int, runner: PipelineRunner, timeout: float = 120) -> list[dict]:
     """The first ``count`` change records in ``path``, once the running pipeline has written
     them (failing at once if it dies, and after ``timeout`` seconds)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        lines = path.read_text().splitlines() if path.exists() else []
-        if len(lines) >= count:
-            return [json.loads(line) for line in lines[:count]]
+
+    def lines() -> list[str]:
+        return path.read_text().splitlines() if path.exists() else []
+
+    def written() -> list[str]:
         assert all(q.isActive for q in runner.queries), runner.queries[0].exception()
+        found = lines()
+        return found if len(found) >= count else []
+
+    def seen() -> str:
         progress = [(p.batchId, p.numInputRows) for p in runner.queries[0].recentProgress]
-        assert time.monotonic() < deadline, f"{len(lines)} of {count} records: {lines} {progress}"
-        time.sleep(0.2)
+        return f": {lines()} {progress}"
+
+    found = wait_until(f"{count} change records", written, timeout, detail=seen)
+    return [json.loads(line) for line in found[:count]]
 
 
 @pytest.mark.kafka

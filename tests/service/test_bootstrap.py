@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from arroyo.rpc import RpcError, WorkerClient
 from arroyo.service import Listen, RunningService, ServiceError, start
 from arroyo_rpc.v1 import worker_pb2, worker_pb2_grpc
 from tests.service import serving
+from tests.waiting import eventually, wait_until
 
 # Deadline for anything a test waits on (a process starting, a shutdown): generous, never slept.
 WAIT_S = 30.0
@@ -226,8 +226,7 @@ def test_stop_refuses_new_rpcs_finishes_in_flight_ones_then_runs_shutdown() -> N
 
 
 async def _until_refused(client: WorkerClient) -> None:
-    deadline = time.monotonic() + WAIT_S
-    while time.monotonic() < deadline:
+    async def refused() -> bool:
         try:
             await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest(), timeout_s=1)
         except RpcError as err:
@@ -235,9 +234,10 @@ async def _until_refused(client: WorkerClient) -> None:
             # CANCELLED; either way the caller is told to retry (elsewhere, or later).
             assert err.code in ("unavailable", "cancelled"), err.code
             assert err.retryable
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the stopping server kept accepting RPCs")
+            return True
+        return False
+
+    await eventually("the stopping server to refuse new RPCs", refused, WAIT_S, interval=0.01)
 
 
 def test_a_failing_shutdown_hook_still_stops_the_admin_server_then_raises() -> None:
@@ -319,15 +319,17 @@ def run_service(tmp_path: Path, *args: str) -> tuple[subprocess.Popen[str], Path
 
 
 def wait_for_ports(process: subprocess.Popen[str], ports_file: Path) -> dict[str, Any]:
-    deadline = time.monotonic() + WAIT_S
-    while not ports_file.exists():
+    def written() -> bool:
         if process.poll() is not None:
             _, stderr = process.communicate()
             raise AssertionError(f"service exited {process.returncode}:\n{stderr}")
-        if time.monotonic() > deadline:
-            process.kill()
-            raise AssertionError("service did not write its ports file")
-        time.sleep(0.02)
+        return ports_file.exists()
+
+    try:
+        wait_until("the service's ports file", written, WAIT_S, interval=0.02)
+    except AssertionError:
+        process.kill()
+        raise
     ports: dict[str, Any] = json.loads(ports_file.read_text())
     return ports
 
