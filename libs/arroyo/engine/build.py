@@ -20,6 +20,7 @@ from arroyo.sql.program import (
     KEEP,
     SIGN,
     AggregateSpec,
+    IntervalJoinSpec,
     PipelineProgram,
     TableSpec,
     ViewSpec,
@@ -138,7 +139,21 @@ def register_aggregate(spark: SparkSession, aggregate: AggregateSpec) -> None:
 
 
 def register_view(spark: SparkSession, view: ViewSpec) -> None:
-    spark.sql(view.sql).createOrReplaceTempView(view.name)
+    if view.interval_join is None:
+        spark.sql(view.sql).createOrReplaceTempView(view.name)
+    else:
+        interval_join(spark, view.interval_join).createOrReplaceTempView(view.name)
+
+
+def interval_join(spark: SparkSession, spec: IntervalJoinSpec) -> DataFrame:
+    """The pairs of an interval join (arroyo.sql.program.IntervalJoinSpec), run in the JVM."""
+    jvm = spark._jvm
+    assert jvm is not None
+    left, right = spark.sql(spec.left_sql), spark.sql(spec.right_sql)
+    joined = jvm.arroyo.sql.IntervalJoin.join(
+        left._jdf, right._jdf, "__lk", "__rk", "__lt", "__rt", spec.lower_us, spec.upper_us
+    )
+    return DataFrame(joined, spark)
 
 
 def drop_temp_views(spark: SparkSession) -> None:

@@ -42,6 +42,7 @@ from arroyo.sql.program import (
     AggregateSpec,
     ColumnSpec,
     FormatSpec,
+    IntervalJoinSpec,
     PipelineProgram,
     SinkQuery,
     TableSpec,
@@ -1868,6 +1869,7 @@ class _Rewriter:
             join.set("where", where.copy())
         self._check_unwindowed_joins(join, relations)
         self._bound_unwindowed_joins(join, relations)
+        self._interval_join(join, relations)
         join_sql = self._projection(join, relations).node.sql(dialect="spark")
         schema = self.planner.analyse(self.state, join_sql, select)
         spec = TableSpec(
@@ -1886,6 +1888,130 @@ class _Rewriter:
         select.set("joins", None)
         select.set("where", None)
         return replace(relation, alias=alias)
+
+    def _interval_join(self, select: exp.Select, relations: list[_Relation]) -> None:
+        """Runs a join of two streams through Arroyo's interval join when its condition bounds
+        each side's event time against the other's (after _bound_unwindowed_joins, every join
+        of two streams with event times whose ON it could extend): the pairs with equal keys
+        and times within the bounds, from state that holds a key's rows of both sides in one
+        value (IntervalJoin.java says why that is cheaper than Spark's join). The rest of the
+        condition (ON and WHERE) filters the pairs. ``select`` is rewritten in place to read
+        the join's view, each input a struct column named by its alias (``A.auction.id`` reads
+        as before). Joins in any other form are left to Spark."""
+        joins = select.args.get("joins") or []
+        from_ = select.args.get("from_") or select.args.get("from")
+        if len(relations) != 2 or len(joins) != 1 or from_ is None:
+            return
+        join = joins[0]
+        on = join.args.get("on")
+        left, right = relations
+        if (
+            on is None
+            or join.args.get("side")
+            or (join.args.get("kind") or "").upper() not in ("", "INNER")
+            or left.static
+            or right.static
+            or not (left.has_event_time and right.has_event_time)
+            or left.alias.lower() == right.alias.lower()
+        ):
+            return
+        aliases = {left.alias.lower(): left.alias, right.alias.lower(): right.alias}
+        owners: dict[str, str] = {}
+        for rel in relations:
+            for name, _ in rel.columns:
+                owners[name.lower()] = "" if name.lower() in owners else rel.alias
+        parts: list[exp.Expression] = [*select.expressions, on]
+        where = select.args.get("where")
+        if where is not None:
+            parts.append(where)
+        for part in parts:
+            for col in list(part.find_all(exp.Column)):
+                if col.find_ancestor(exp.Select) is not select or col.is_star:
+                    continue
+                head = col.parts[0].name.lower()
+                if head in aliases:
+                    continue
+                owner = owners.get(head)
+                if owner == "":
+                    return  # ambiguous: Spark's join reports it
+                if owner is not None:
+                    qualified = f"{quote_name(owner)}.{col.sql(dialect='spark')}"
+                    col.replace(sqlglot.parse_one(qualified, read="spark"))
+        # The fields each side's rows carry through the join's state: those the query reads
+        # (the join cannot see which the query drops after it, as Spark's join can).
+        paths: dict[str, list[list[str]]] = {a: [[EVENT_TIME]] for a in aliases}
+        for part in parts:
+            for col in part.find_all(exp.Column):
+                names = [p.name for p in col.parts]
+                if col.find_ancestor(exp.Select) is select and names[0].lower() in aliases:
+                    paths[names[0].lower()].append(names[1:])
+        keys = None
+        lower, upper = -math.inf, math.inf
+        for conjunct in _conjuncts(on):
+            if isinstance(conjunct, exp.EQ) and keys is None:
+                sides = {
+                    (c.parts[0].name.lower() if len(c.parts) > 1 else ""): c
+                    for c in (conjunct.this, conjunct.expression)
+                    if isinstance(c, exp.Column)
+                }
+                if set(sides) == {left.alias.lower(), right.alias.lower()}:
+                    keys = (sides[left.alias.lower()], sides[right.alias.lower()])
+            bound = _time_difference(conjunct, left.alias, right.alias)
+            if bound is not None:
+                at_least, offset = bound
+                if at_least:
+                    lower = max(lower, offset)
+                else:
+                    upper = min(upper, offset)
+        if keys is None or math.isinf(lower) or math.isinf(upper):
+            return
+        spark = self.planner.spark
+
+        def side(source: exp.Expression, rel: _Relation, key: exp.Column, tag: str) -> str:
+            inner = (
+                source.this.sql(dialect="spark")
+                if isinstance(source, exp.Subquery)
+                else f"SELECT * FROM {quote_name(source.name)}"
+            )
+            alias = quote_name(rel.alias)
+            return (
+                f"SELECT {key.sql(dialect='spark')} AS __{tag}k, "
+                f"{alias}.{EVENT_TIME} AS __{tag}t, "
+                f"{_fields_struct(alias, paths[rel.alias.lower()])} AS {alias} "
+                f"FROM ({inner}) AS {alias}"
+            )
+
+        left_sql = side(from_.this, left, keys[0], "l")
+        right_sql = side(join.this, right, keys[1], "r")
+        key_types = [
+            spark.sql(q).schema["__lk" if i == 0 else "__rk"].dataType
+            for i, q in enumerate((left_sql, right_sql))
+        ]
+        if key_types[0] != key_types[1]:
+            return  # Spark's join coerces them to a common type
+
+        def seconds(us: float) -> str:
+            return f"INTERVAL '{us / 1_000_000:.6f}' SECOND"
+
+        name = f"__interval_join{next(self.state.counter)}"
+        view = ViewSpec(
+            name,
+            f"SELECT * FROM ({left_sql}) AS __l JOIN ({right_sql}) AS __r "
+            f"ON __l.__lk = __r.__rk AND __r.__rt >= __l.__lt + {seconds(lower)} "
+            f"AND __r.__rt <= __l.__lt + {seconds(upper)}",
+            IntervalJoinSpec(left_sql, right_sql, int(lower), int(upper)),
+        )
+        from arroyo.engine.build import register_view
+
+        self.planner.analyse(self.state, view.sql, select)
+        register_view(spark, view)
+        self.state.views.append(view)
+        self.state.view_windows[name] = None
+        self.state.view_updating[name] = None
+        condition = on.copy() if where is None else exp.and_(exp.paren(on.copy()), where.this)
+        from_.set("this", exp.Table(this=exp.to_identifier(name)))
+        select.set("joins", None)
+        select.set("where", exp.Where(this=condition))
 
     def _stage_changes(self, select: exp.Select, input_: _Relation) -> _Relation:
         """An aggregate over an updating result (Nexmark q4: the average, per category, of each
@@ -2167,6 +2293,65 @@ def _event_time_term(
     replaced = node.copy()
     replaced.this.replace(time)
     return alias, replaced, offset
+
+
+def _fields_struct(alias: str, paths: list[list[str]]) -> str:
+    """A struct of ``alias``'s fields at ``paths`` (names below it; a path that is a prefix of
+    another takes its whole field), nested as they are: ``A.auction.id`` reads the same from
+    it as from the relation."""
+    if any(not path for path in paths):
+        return f"struct({alias}.*)"  # the whole row
+    tree: dict[str, Any] = {}
+    for path in paths:
+        node = tree
+        for i, name in enumerate(path):
+            key = name.lower()
+            entry = node.setdefault(key, [name, {}, False])
+            if i == len(path) - 1:
+                entry[2] = True
+            node = entry[1]
+
+    def build(prefix: str, node: dict[str, Any]) -> str:
+        fields = []
+        for name, children, whole in node.values():
+            ref = f"{prefix}.{quote_name(name)}"
+            value = ref if whole or not children else build(ref, children)
+            fields.append(f"{exp.Literal.string(name).sql(dialect='spark')}, {value}")
+        return f"named_struct({', '.join(fields)})"
+
+    return build(alias, tree)
+
+
+def _time_difference(condition: exp.Expression, left: str, right: str) -> tuple[bool, int] | None:
+    """``(True, c)`` when ``condition`` says ``right._timestamp - left._timestamp >= c``
+    (microseconds), ``(False, c)`` when it says ``<= c``; None for anything else."""
+
+    def term(node: exp.Expression) -> tuple[str, int] | None:
+        offset = 0
+        if isinstance(node, exp.Paren):
+            node = node.this
+        if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
+            try:
+                offset = interval_us(node.expression)
+            except DurationError:
+                return None
+            offset = -offset if isinstance(node, exp.Sub) else offset
+            node = node.this
+        if not isinstance(node, exp.Column) or node.name != EVENT_TIME or len(node.parts) != 2:
+            return None
+        return node.parts[0].name.lower(), offset
+
+    if not isinstance(condition, _TIME_COMPARISONS):
+        return None
+    a, b = term(condition.this), term(condition.expression)
+    if a is None or b is None or {a[0], b[0]} != {left.lower(), right.lower()}:
+        return None
+    # a_t + a_off >= b_t + b_off (or <=); turned around so that right's time is on the left.
+    at_least = isinstance(condition, exp.GT | exp.GTE)
+    if a[0] == left.lower():
+        (a, b), at_least = (b, a), not at_least
+    # right_t - left_t >= (or <=) left_off - right_off
+    return at_least, b[1] - a[1]
 
 
 def _conjuncts(condition: exp.Expression) -> list[exp.Expression]:

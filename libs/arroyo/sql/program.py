@@ -85,9 +85,25 @@ class TableSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class IntervalJoinSpec:
+    """A join of two streams run by Arroyo's interval join (libs/arroyo/java/arroyo/sql/
+    IntervalJoin.java) rather than Spark's: the pairs of a ``left_sql`` row and a
+    ``right_sql`` row with ``__lk = __rk`` and ``lower_us <= __rt - __lt <= upper_us``. The
+    left query's columns are ``__lk`` (the key), ``__lt`` (its event time, with the
+    watermark) and the rest; the right's ``__rk``, ``__rt`` and the rest."""
+
+    left_sql: str
+    right_sql: str
+    lower_us: int
+    upper_us: int
+
+
+@dataclass(frozen=True, slots=True)
 class ViewSpec:
     name: str
+    # With ``interval_join``, the same join in Spark SQL (what the view reads, and its rows).
     sql: str
+    interval_join: IntervalJoinSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +166,14 @@ class PipelineProgram:
 
         return cls(
             sources=[table(s) for s in raw["sources"]],
-            views=[ViewSpec(**v) for v in raw["views"]],
+            views=[
+                ViewSpec(
+                    v["name"],
+                    v["sql"],
+                    IntervalJoinSpec(**v["interval_join"]) if v.get("interval_join") else None,
+                )
+                for v in raw["views"]
+            ],
             queries=[
                 SinkQuery(
                     sink=table(q["sink"]),
@@ -158,6 +181,7 @@ class PipelineProgram:
                     output_mode=q["output_mode"],
                     key_columns=q.get("key_columns"),
                     keep_column=q.get("keep_column"),
+                    updating_ttl_ms=q.get("updating_ttl_ms"),
                     batch_sql=q.get("batch_sql"),
                     batch_view=q.get("batch_view"),
                 )
