@@ -16,13 +16,14 @@ import shutil
 import socket
 import subprocess
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
+
+from tests.waiting import eventually
 
 SUPERUSER = "arroyo"
 DATABASE = "arroyo_test"
@@ -134,19 +135,24 @@ def running_postgres(bindir: Path | None = None) -> Iterator[str]:
 async def _wait_until_ready(url: str) -> None:
     # The server accepts connections once pg_ctl -w returns, but poll with a deadline anyway:
     # a slow machine may still be finishing startup.
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
+    refused: list[BaseException] = []
+
+    async def accepts() -> bool:
         try:
             conn = await asyncpg.connect(url)
         except (OSError, asyncpg.CannotConnectNowError) as err:
-            if time.monotonic() > deadline:
-                raise PostgresUnavailableError(
-                    f"PostgreSQL never accepted connections: {err}"
-                ) from err
-            await asyncio.sleep(0.1)
-        else:
-            await conn.close()
-            return
+            refused.append(err)
+            return False
+        await conn.close()
+        return True
+
+    await eventually(
+        "PostgreSQL to accept connections",
+        accepts,
+        START_TIMEOUT_S,
+        interval=0.1,
+        detail=lambda: f": {refused[-1]}" if refused else "",
+    )
 
 
 async def create_database(url: str, name: str) -> str:

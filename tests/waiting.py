@@ -32,7 +32,11 @@ def wait_until(
 
 
 async def eventually(
-    what: str, probe: Callable[[], Awaitable[T]], timeout: float, interval: float = 0.05
+    what: str,
+    probe: Callable[[], Awaitable[T]],
+    timeout: float,
+    interval: float = 0.05,
+    detail: Callable[[], str] | None = None,
 ) -> T:
     """``wait_until`` for a coroutine probe, inside an event loop."""
     deadline = time.monotonic() + timeout
@@ -41,7 +45,7 @@ async def eventually(
         if result:
             return result
         if time.monotonic() > deadline:
-            raise AssertionError(_timed_out(what, timeout, None))
+            raise AssertionError(_timed_out(what, timeout, detail))
         await asyncio.sleep(interval)
 
 

@@ -44,6 +44,11 @@ import scala.jdk.javaapi.CollectionConverters;
  * right row once the watermark passes its time minus {@code lower}; a row that is already past
  * that when it arrives is joined with what is stored and not kept, as Spark's join does. A key
  * whose rows are all dropped is removed, by an event-time timeout when no input comes for it.
+ *
+ * <p>Known cost: Spark finds the keys whose timeout has passed by reading the operator's whole
+ * state every micro-batch, so a join whose rows stay long (a TTL of a day) pays a scan that
+ * grows with its state. {@code transformWithState}, whose timers are indexed by time, would
+ * not; it is the next step if that scan shows.
  */
 public final class IntervalJoin {
   private IntervalJoin() {}
