@@ -253,7 +253,9 @@ class Planner:
                         )
                     sink_connector = connector(target.spec.connector)
                     local_joins = sink_connector is not None and sink_connector.writes_lines
-                    planned = _Rewriter(self, state, local_joins).top_level(stmt.query)
+                    planned = _Rewriter(self, state, local_joins, into_sink=True).top_level(
+                        stmt.query
+                    )
                     sql_text = planned.node.sql(dialect="spark")
                     self._check_streaming(state, sql_text, stmt.query, planned)
                     if planned.updating is not None:
@@ -264,7 +266,9 @@ class Planner:
                         state.batch_inserts[stmt.table] = planned.batch_input
                     state.inserts.setdefault(stmt.table, []).append((sql_text, stmt.offset))
                 elif isinstance(stmt, Query):
-                    planned = _Rewriter(self, state, local_joins=True).top_level(stmt.query)
+                    planned = _Rewriter(self, state, local_joins=True, into_sink=True).top_level(
+                        stmt.query
+                    )
                     sql_text = planned.node.sql(dialect="spark")
                     self._check_streaming(state, sql_text, stmt.query, planned)
                     name = f"select_{sum(1 for q in state.inserts if q.startswith('select_'))}"
@@ -901,13 +905,18 @@ def _spark_diagnostic(text: SourceText, err: Any, original: exp.Expr) -> Plannin
 class _Rewriter:
     """Rewrites one query (recursively: CTEs, subqueries, unions) into Spark's terms."""
 
-    def __init__(self, planner: Planner, state: _State, local_joins: bool = False) -> None:
+    def __init__(
+        self, planner: Planner, state: _State, local_joins: bool = False, into_sink: bool = False
+    ) -> None:
         self.planner = planner
         self.state = state
         self.text = state.text
         # Whether a join of windows may run per micro-batch (_window_local_join): only for a
         # query written into a sink that takes per-batch results.
         self.local_joins = local_joins
+        # Whether the query being planned is the one written into a sink (not a view, CTE or
+        # subquery, which further operators may read).
+        self.into_sink = into_sink
 
     def top_level(self, query: exp.Query) -> _Planned:
         for clause, what in (("order", "ORDER BY"), ("limit", "LIMIT")):
@@ -975,10 +984,12 @@ class _Rewriter:
         runs per batch only as the top-level query, as a per-batch result can only go to the
         sink, not into further streaming operators."""
         local_joins, self.local_joins = self.local_joins, False
+        into_sink, self.into_sink = self.into_sink, False
         try:
             return self.query(query)
         finally:
             self.local_joins = local_joins
+            self.into_sink = into_sink
 
     def _register_cte(self, query: exp.Query, cte: exp.CTE) -> None:
         from arroyo.engine.build import register_view
@@ -1068,6 +1079,10 @@ class _Rewriter:
         if len(streams) > 1 and not all(r.window for r in streams):
             self._check_unwindowed_joins(select, relations)
             self._bound_unwindowed_joins(select, relations)
+            if self.into_sink and not any(r.window for r in relations):
+                # Only into a sink: Spark takes no stateful operator after the interval join
+                # in the same query, and a view of it may be read by one.
+                self._interval_join(select, relations)
         if len(relations) > 1 and self.local_joins:
             local = self._window_local_join(select, relations)
             if local is not None:
@@ -1966,6 +1981,19 @@ class _Rewriter:
         if keys is None or math.isinf(lower) or math.isinf(upper):
             return
         spark = self.planner.spark
+        # Conditions on one input's columns alone filter that input before the join (as
+        # Spark's optimizer would push them, which it cannot through the interval join): rows
+        # they drop never reach its state. They stay in the condition on the pairs too.
+        conditions = _conjuncts(on) + (_conjuncts(where.this) if where is not None else [])
+        filters: dict[str, list[str]] = {a: [] for a in aliases}
+        for condition in conditions:
+            heads = {c.parts[0].name.lower() for c in condition.find_all(exp.Column)}
+            if (
+                len(heads) == 1
+                and heads <= set(aliases)
+                and not condition.find(exp.Subquery, exp.Rand, exp.Window, exp.AggFunc)
+            ):
+                filters[heads.pop()].append(f"({condition.sql(dialect='spark')})")
 
         def side(source: exp.Expression, rel: _Relation, key: exp.Column, tag: str) -> str:
             inner = (
@@ -1974,11 +2002,12 @@ class _Rewriter:
                 else f"SELECT * FROM {quote_name(source.name)}"
             )
             alias = quote_name(rel.alias)
+            mine = filters[rel.alias.lower()]
             return (
                 f"SELECT {key.sql(dialect='spark')} AS __{tag}k, "
                 f"{alias}.{EVENT_TIME} AS __{tag}t, "
                 f"{_fields_struct(alias, paths[rel.alias.lower()])} AS {alias} "
-                f"FROM ({inner}) AS {alias}"
+                f"FROM ({inner}) AS {alias}" + (f" WHERE {' AND '.join(mine)}" if mine else "")
             )
 
         left_sql = side(from_.this, left, keys[0], "l")
