@@ -2037,10 +2037,10 @@ class _Rewriter:
         self.state.views.append(view)
         self.state.view_windows[name] = None
         self.state.view_updating[name] = None
-        condition = on.copy() if where is None else exp.and_(exp.paren(on.copy()), where.this)
+        residual = on.copy() if where is None else exp.and_(exp.paren(on.copy()), where.this)
         from_.set("this", exp.Table(this=exp.to_identifier(name)))
         select.set("joins", None)
-        select.set("where", exp.Where(this=condition))
+        select.set("where", exp.Where(this=residual))
 
     def _stage_changes(self, select: exp.Select, input_: _Relation) -> _Relation:
         """An aggregate over an updating result (Nexmark q4: the average, per category, of each
