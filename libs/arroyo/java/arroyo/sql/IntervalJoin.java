@@ -45,7 +45,9 @@ import scala.jdk.javaapi.CollectionConverters;
  * that when it arrives is joined with what is stored and not kept, as Spark's join does. A key
  * whose rows are all dropped is removed, by an event-time timeout when no input comes for it.
  *
- * <p>Known cost: Spark finds the keys whose timeout has passed by reading the operator's whole
+ * <p>Known costs: a key's rows are read and written whole at each batch that touches the key,
+ * so a key holding many rows at once (a hot key under a long bound) costs in proportion to them;
+ * and Spark finds the keys whose timeout has passed by reading the operator's whole
  * state every micro-batch, so a join whose rows stay long (a TTL of a day) pays a scan that
  * grows with its state. {@code transformWithState}, whose timers are indexed by time, would
  * not; it is the next step if that scan shows.
