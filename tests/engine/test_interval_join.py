@@ -176,3 +176,22 @@ def test_a_join_into_a_sink_filters_each_input_before_the_join(
     )
     assert len(expected) > 10
     assert sorted((r["first"], r["next"]) for r in read_output(out)) == expected
+
+
+def test_a_column_named_as_the_other_input_is_that_column(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Unqualified, ``b`` is input a's column ``b`` (as in Spark's join), not input b's row,
+    which the interval join's view holds as a column named ``b``."""
+    out = tmp_path / "out.json"
+    tables = TABLES.replace("$out", str(out)).replace("'debezium_json'", "'json'")
+    tables = tables.replace("a (order_id BIGINT,", "a (order_id BIGINT, b TEXT,", 1)
+    sql = tables + (
+        "INSERT INTO out SELECT a.order_id, b FROM a JOIN b ON a.order_id = b.order_id;"
+    )
+    program = Planner(spark, state_dir=tmp_path / "state").plan(sql)
+    assert [v for v in program.views if v.interval_join is not None]
+    run_case(spark, sql, tmp_path, resume_part_way=False)
+    rows = read_output(out)
+    assert sorted(r["order_id"] for r in rows) == list(range(30))
+    assert all(r["b"] is None for r in rows)

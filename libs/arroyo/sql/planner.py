@@ -1944,14 +1944,18 @@ class _Rewriter:
                 if col.find_ancestor(exp.Select) is not select or col.is_star:
                     continue
                 head = col.parts[0].name.lower()
-                if head in aliases:
-                    continue
+                if head in aliases and len(col.parts) > 1:
+                    continue  # qualified (a lone name is a column, even one named as an alias)
                 owner = owners.get(head)
                 if owner == "":
                     return  # ambiguous: Spark's join reports it
                 if owner is not None:
                     qualified = f"{quote_name(owner)}.{col.sql(dialect='spark')}"
                     col.replace(sqlglot.parse_one(qualified, read="spark"))
+        # Read again: a column qualified above may have been one of these nodes itself.
+        on = join.args["on"]
+        where = select.args.get("where")
+        parts = [*select.expressions, on, *([where] if where is not None else [])]
         # The fields each side's rows carry through the join's state: those the query reads
         # (the join cannot see which the query drops after it, as Spark's join can).
         paths: dict[str, list[list[str]]] = {a: [[EVENT_TIME]] for a in aliases}
