@@ -6,14 +6,12 @@ checkpoint."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
 from arroyo.engine.runner import PipelineRunner
-from arroyo.engine.session import _TRACK_ROWS
 from arroyo.sql.planner import Planner
 from arroyo.sql.program import PipelineProgram
 from tests.sql.harness import INPUTS, read_output, replay_changes, run_case
@@ -48,14 +46,6 @@ FROM orders_batch AS a JOIN orders_batch AS b ON a.customer = b.customer
 WHERE b.ts BETWEEN a.ts AND a.ts + INTERVAL '1' MINUTE AND b.order_id <> a.order_id
 GROUP BY a.order_id
 """
-
-
-@pytest.fixture
-def counted_state(spark: SparkSession) -> Iterator[None]:
-    before = spark.conf.get(_TRACK_ROWS)
-    spark.conf.set(_TRACK_ROWS, "true")
-    yield
-    spark.conf.set(_TRACK_ROWS, before or "false")
 
 
 def _expected(spark: SparkSession) -> dict[int, tuple[int, int]]:

@@ -6,14 +6,12 @@ rows together: its state counts keys, so the join here is keyed by order."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
 from arroyo.engine.runner import PipelineRunner
-from arroyo.engine.session import _TRACK_ROWS
 from arroyo.sql.planner import Planner
 from tests.sql.harness import INPUTS, read_output, replay_changes
 
@@ -32,14 +30,6 @@ CREATE TABLE out WITH (connector = 'single_file', path = '$out', format = 'json'
 INSERT INTO out SELECT a.order_id AS first, b.order_id AS next
 FROM a JOIN b ON a.order_id = b.order_id $condition;
 """
-
-
-@pytest.fixture
-def counted_state(spark: SparkSession) -> Iterator[None]:
-    before = spark.conf.get(_TRACK_ROWS)
-    spark.conf.set(_TRACK_ROWS, "true")
-    yield
-    spark.conf.set(_TRACK_ROWS, before or "false")
 
 
 def _peak_state_rows(spark: SparkSession, tmp_path: Path, condition: str) -> tuple[int, int]:

@@ -2302,15 +2302,10 @@ def _event_time_term(
 ) -> tuple[str, exp.Expression, int] | None:
     """``(input, the same in terms of its _timestamp, interval added in microseconds)`` when
     ``node`` is an input's event-time column, perhaps plus or minus a constant interval."""
-    offset = 0
-    column = node
-    if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
-        try:
-            offset = interval_us(node.expression)
-        except DurationError:
-            return None
-        offset = -offset if isinstance(node, exp.Sub) else offset
-        column = node.this
+    shifted = _interval_shift(node)
+    if shifted is None:
+        return None
+    column, offset = shifted
     if not isinstance(column, exp.Column):
         return None
     parts = [p.name for p in column.parts]
@@ -2326,6 +2321,18 @@ def _event_time_term(
     replaced = node.copy()
     replaced.this.replace(time)
     return alias, replaced, offset
+
+
+def _interval_shift(node: exp.Expression) -> tuple[exp.Expression, int] | None:
+    """``(x, c)`` for ``x + INTERVAL`` / ``x - INTERVAL`` (``c`` the signed interval in
+    microseconds), ``(node, 0)`` for anything else; None for an interval of no fixed length."""
+    if not (isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval)):
+        return node, 0
+    try:
+        offset = interval_us(node.expression)
+    except DurationError:
+        return None
+    return node.this, -offset if isinstance(node, exp.Sub) else offset
 
 
 def _fields_struct(alias: str, paths: list[list[str]]) -> str:
@@ -2360,16 +2367,10 @@ def _time_difference(condition: exp.Expression, left: str, right: str) -> tuple[
     (microseconds), ``(False, c)`` when it says ``<= c``; None for anything else."""
 
     def term(node: exp.Expression) -> tuple[str, int] | None:
-        offset = 0
-        if isinstance(node, exp.Paren):
-            node = node.this
-        if isinstance(node, exp.Add | exp.Sub) and isinstance(node.expression, exp.Interval):
-            try:
-                offset = interval_us(node.expression)
-            except DurationError:
-                return None
-            offset = -offset if isinstance(node, exp.Sub) else offset
-            node = node.this
+        shifted = _interval_shift(node.this if isinstance(node, exp.Paren) else node)
+        if shifted is None:
+            return None
+        node, offset = shifted
         if not isinstance(node, exp.Column) or node.name != EVENT_TIME or len(node.parts) != 2:
             return None
         return node.parts[0].name.lower(), offset
