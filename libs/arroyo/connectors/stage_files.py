@@ -125,8 +125,9 @@ class _StageReader(DataSourceStreamReader):
             return
         data = [f for f in self.arrow_schema if f.name not in ("_source_time", "_eoi")]
         source_time = self.arrow_schema.field("_source_time")
-        # Spark writes timestamps as INT96 unless told otherwise: read them as microseconds
-        # (Spark's unit), not pyarrow's default nanoseconds, which wrap outside 1677-2262.
+        # The session writes timestamps as INT64 microseconds; a stage written as INT96 (by an
+        # earlier version, or a session set otherwise) is read as microseconds too (Spark's
+        # unit), not pyarrow's default nanoseconds, which wrap outside 1677-2262.
         stored = pq.ParquetFile(partition.path, coerce_int96_timestamp_unit="us")
         for batch in stored.iter_batches(
             batch_size=_CHUNK_ROWS, columns=[*(f.name for f in data), EVENT_TIME]

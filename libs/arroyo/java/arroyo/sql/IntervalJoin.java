@@ -1,5 +1,6 @@
 package arroyo.sql;
 
+import java.nio.ByteBuffer;
 import java.sql.Timestamp;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -13,16 +14,17 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.catalyst.encoders.ExpressionEncoder;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.streaming.GroupState;
 import org.apache.spark.sql.streaming.GroupStateTimeout;
 import org.apache.spark.sql.streaming.OutputMode;
-import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.Platform;
 
-import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * An inner equi-join of two streams whose event times are bounded against each other: the
@@ -92,12 +94,12 @@ public final class IntervalJoin {
         functions.struct(rightColumns).as("__right"),
         functions.col(quoted(rightTime)).as("__time"));
     StructType keySchema = new StructType().add("__key", key.dataType(), true);
-    StructType stateSchema = new StructType()
-        .add("left", new ArrayType(leftSchema, false), false)
-        .add("right", new ArrayType(rightSchema, false), false);
     StructType output = new StructType(concat(leftSchema.fields(), rightSchema.fields()));
     Pairs pairs = new Pairs(
-        leftSchema.fieldIndex(leftTime), rightSchema.fieldIndex(rightTime), lowerUs, upperUs);
+        new Side(leftSchema, leftSchema.fieldIndex(leftTime)),
+        new Side(rightSchema, rightSchema.fieldIndex(rightTime)),
+        lowerUs,
+        upperUs);
     return lefts.unionByName(rights)
         .filter(functions.col("__key").isNotNull())
         .groupBy(functions.col("__key"))
@@ -105,7 +107,7 @@ public final class IntervalJoin {
         .flatMapGroupsWithState(
             pairs,
             OutputMode.Append(),
-            Encoders.row(stateSchema),
+            Encoders.BINARY(),
             Encoders.row(output),
             GroupStateTimeout.EventTimeTimeout());
   }
@@ -130,129 +132,234 @@ public final class IntervalJoin {
   }
 
   /** The state function: one call per key and micro-batch (or timeout). */
-  static final class Pairs implements FlatMapGroupsWithStateFunction<Row, Row, Row, Row> {
+  static final class Pairs implements FlatMapGroupsWithStateFunction<Row, Row, byte[], Row> {
     private static final long serialVersionUID = 1L;
     private static final long NONE = Long.MAX_VALUE;
-    private final int leftTime;
-    private final int rightTime;
+    private final Side left;
+    private final Side right;
     private final long lowerUs;
     private final long upperUs;
 
-    Pairs(int leftTime, int rightTime, long lowerUs, long upperUs) {
-      this.leftTime = leftTime;
-      this.rightTime = rightTime;
+    Pairs(Side left, Side right, long lowerUs, long upperUs) {
+      this.left = left;
+      this.right = right;
       this.lowerUs = lowerUs;
       this.upperUs = upperUs;
     }
 
     @Override
-    public Iterator<Row> call(Row key, Iterator<Row> input, GroupState<Row> state) {
+    public Iterator<Row> call(Row key, Iterator<Row> input, GroupState<byte[]> state) {
       // Rows at or after this time may still arrive on time (microseconds).
       long watermarkUs = state.getCurrentWatermarkMs() * 1000L;
-      List<Row> lefts = new ArrayList<>();
-      List<Row> rights = new ArrayList<>();
+      // A left row is kept while a right row on time may still be within upper of it; a right
+      // row while a left one may still be within -lower of it.
+      long leftSlack = upperUs;
+      long rightSlack = -lowerUs;
+      List<Held> lefts = new ArrayList<>();
+      List<Held> rights = new ArrayList<>();
       if (state.exists()) {
-        Row stored = state.get();
-        keep(stored.getList(0), leftTime, upperUs, watermarkUs, lefts);
-        keep(stored.getList(1), rightTime, -lowerUs, watermarkUs, rights);
+        ByteBuffer stored = ByteBuffer.wrap(state.get());
+        left.read(stored, leftSlack, watermarkUs, lefts);
+        right.read(stored, rightSlack, watermarkUs, rights);
       }
-      List<Row> out = new ArrayList<>();
-      List<Row> newLefts = new ArrayList<>();
-      List<Row> newRights = new ArrayList<>();
+      List<Held> newLefts = new ArrayList<>();
+      List<Held> newRights = new ArrayList<>();
       while (input.hasNext()) {
         Row tagged = input.next();
         // A row without a time matches nothing (its bound is NULL, not true).
         Row l = tagged.getStruct(1);
         if (l != null) {
-          if (!l.isNullAt(leftTime)) {
-            newLefts.add(l);
+          if (!l.isNullAt(left.time)) {
+            newLefts.add(new Held(l, micros(l.get(left.time))));
           }
         } else {
           Row r = tagged.getStruct(2);
-          if (!r.isNullAt(rightTime)) {
-            newRights.add(r);
+          if (!r.isNullAt(right.time)) {
+            newRights.add(new Held(r, micros(r.get(right.time))));
           }
         }
       }
       // New lefts with every right (stored and new), then stored lefts with new rights: each
       // pair once.
-      for (Row l : newLefts) {
-        long lt = micros(l.get(leftTime));
-        pair(l, lt, rights, out);
-        pair(l, lt, newRights, out);
+      List<Row> out = new ArrayList<>();
+      for (Held l : newLefts) {
+        pair(l, rights, out);
+        pair(l, newRights, out);
       }
-      for (Row r : newRights) {
-        long rt = micros(r.get(rightTime));
-        for (Row l : lefts) {
-          long delta = rt - micros(l.get(leftTime));
+      for (Held r : newRights) {
+        for (Held l : lefts) {
+          long delta = r.timeUs - l.timeUs;
           if (delta >= lowerUs && delta <= upperUs) {
-            out.add(joined(l, r));
+            out.add(joined(left.row(l), right.row(r)));
           }
         }
       }
-      keep(newLefts, leftTime, upperUs, watermarkUs, lefts);
-      keep(newRights, rightTime, -lowerUs, watermarkUs, rights);
+      keep(newLefts, leftSlack, watermarkUs, lefts);
+      keep(newRights, rightSlack, watermarkUs, rights);
       if (lefts.isEmpty() && rights.isEmpty()) {
         if (state.exists()) {
           state.remove();
         }
       } else {
-        state.update(RowFactory.create(
-            CollectionConverters.asScala(lefts).toSeq(),
-            CollectionConverters.asScala(rights).toSeq()));
-        long expiresUs = Math.min(
-            earliest(lefts, leftTime, upperUs), earliest(rights, rightTime, -lowerUs));
+        state.update(write(lefts, rights));
+        long expiresUs = Math.min(earliest(lefts, leftSlack), earliest(rights, rightSlack));
         // The timeout fires once the watermark exceeds it: at the first row's drop time.
         state.setTimeoutTimestamp(Math.max(expiresUs / 1000L, state.getCurrentWatermarkMs()));
       }
       return out.isEmpty() ? Collections.emptyIterator() : out.iterator();
     }
 
-    private void pair(Row l, long lt, List<Row> rights, List<Row> out) {
-      for (Row r : rights) {
-        long delta = micros(r.get(rightTime)) - lt;
+    private void pair(Held l, List<Held> rights, List<Row> out) {
+      for (Held r : rights) {
+        long delta = r.timeUs - l.timeUs;
         if (delta >= lowerUs && delta <= upperUs) {
-          out.add(joined(l, r));
+          out.add(joined(left.row(l), right.row(r)));
         }
       }
     }
 
+    private byte[] write(List<Held> lefts, List<Held> rights) {
+      int size = 8;
+      for (Held h : lefts) {
+        size += 4 + left.binary(h).getSizeInBytes();
+      }
+      for (Held h : rights) {
+        size += 4 + right.binary(h).getSizeInBytes();
+      }
+      ByteBuffer buffer = ByteBuffer.allocate(size);
+      Side.write(lefts, buffer);
+      Side.write(rights, buffer);
+      return buffer.array();
+    }
+
     /** Adds to {@code kept} the rows whose time plus {@code slackUs} the watermark has not
      * passed. */
-    private static void keep(
-        List<Row> rows, int time, long slackUs, long watermarkUs, List<Row> kept) {
-      for (Row row : rows) {
-        if (micros(row.get(time)) + slackUs >= watermarkUs) {
+    private static void keep(List<Held> rows, long slackUs, long watermarkUs, List<Held> kept) {
+      for (Held row : rows) {
+        if (row.timeUs + slackUs >= watermarkUs) {
           kept.add(row);
         }
       }
     }
 
-    private static long earliest(List<Row> rows, int time, long slackUs) {
+    private static long earliest(List<Held> rows, long slackUs) {
       long earliest = NONE;
-      for (Row row : rows) {
-        earliest = Math.min(earliest, micros(row.get(time)) + slackUs);
+      for (Held row : rows) {
+        earliest = Math.min(earliest, row.timeUs + slackUs);
       }
       return earliest;
     }
+  }
 
-    private static Row joined(Row l, Row r) {
-      Object[] values = new Object[l.length() + r.length()];
-      for (int i = 0; i < l.length(); i++) {
-        values[i] = l.get(i);
-      }
-      for (int i = 0; i < r.length(); i++) {
-        values[l.length() + i] = r.get(i);
-      }
-      return RowFactory.create(values);
+  /**
+   * A row of one side, as it came in ({@code row}) or as stored ({@code binary}: Spark's
+   * UnsafeRow, whose bytes are the state), each made from the other when first needed.
+   */
+  static final class Held {
+    Row row;
+    UnsafeRow binary;
+    final long timeUs;
+
+    Held(Row row, long timeUs) {
+      this.row = row;
+      this.timeUs = timeUs;
     }
 
-    static long micros(Object time) {
-      if (time instanceof Timestamp ts) {
-        return Math.floorDiv(ts.getTime(), 1000L) * 1_000_000L + ts.getNanos() / 1000L;
-      }
-      Instant instant = (Instant) time;
-      return instant.getEpochSecond() * 1_000_000L + instant.getNano() / 1000L;
+    Held(UnsafeRow binary, long timeUs) {
+      this.binary = binary;
+      this.timeUs = timeUs;
     }
+  }
+
+  /**
+   * One side's rows in the state: its schema, where its time is, and Spark's encoder between
+   * its rows and their UnsafeRow bytes (made on each executor, as encoders do not serialize).
+   *
+   * <p>Why bytes and not the rows' own struct type: Spark finds the keys whose timeout has
+   * passed by decoding the whole state of the operator at every micro-batch. Decoding a struct
+   * of arrays of structs into Java rows for every key (an eighth of Nexmark q4's CPU time) is
+   * then a copy of one byte array, and a stored row is decoded only when it joins.
+   */
+  static final class Side implements java.io.Serializable {
+    private static final long serialVersionUID = 1L;
+    final StructType schema;
+    final int time;
+    private transient ExpressionEncoder.Serializer<Row> toBinary;
+    private transient ExpressionEncoder.Deserializer<Row> fromBinary;
+
+    Side(StructType schema, int time) {
+      this.schema = schema;
+      this.time = time;
+    }
+
+    private void encoders() {
+      if (toBinary == null) {
+        ExpressionEncoder<Row> encoder = ExpressionEncoder.apply(schema);
+        toBinary = encoder.createSerializer();
+        fromBinary = encoder
+            .resolveAndBind(encoder.resolveAndBind$default$1(), encoder.resolveAndBind$default$2())
+            .createDeserializer();
+      }
+    }
+
+    Row row(Held held) {
+      if (held.row == null) {
+        encoders();
+        held.row = fromBinary.apply(held.binary);
+      }
+      return held.row;
+    }
+
+    UnsafeRow binary(Held held) {
+      if (held.binary == null) {
+        encoders();
+        // The serializer reuses its row: keep a copy.
+        held.binary = ((UnsafeRow) toBinary.apply(held.row)).copy();
+      }
+      return held.binary;
+    }
+
+    /** Reads one side's rows (a count, then each row's length and bytes), keeping those whose
+     * time plus {@code slackUs} the watermark has not passed. */
+    void read(ByteBuffer buffer, long slackUs, long watermarkUs, List<Held> kept) {
+      int count = buffer.getInt();
+      for (int i = 0; i < count; i++) {
+        int length = buffer.getInt();
+        UnsafeRow row = new UnsafeRow(schema.size());
+        row.pointTo(buffer.array(), Platform.BYTE_ARRAY_OFFSET + buffer.position(), length);
+        buffer.position(buffer.position() + length);
+        long timeUs = row.getLong(time);
+        if (timeUs + slackUs >= watermarkUs) {
+          kept.add(new Held(row, timeUs));
+        }
+      }
+    }
+
+    static void write(List<Held> rows, ByteBuffer buffer) {
+      buffer.putInt(rows.size());
+      for (Held h : rows) {
+        buffer.putInt(h.binary.getSizeInBytes());
+        h.binary.writeTo(buffer);
+      }
+    }
+  }
+
+  private static Row joined(Row l, Row r) {
+    Object[] values = new Object[l.length() + r.length()];
+    for (int i = 0; i < l.length(); i++) {
+      values[i] = l.get(i);
+    }
+    for (int i = 0; i < r.length(); i++) {
+      values[l.length() + i] = r.get(i);
+    }
+    return RowFactory.create(values);
+  }
+
+  static long micros(Object time) {
+    if (time instanceof Timestamp ts) {
+      return Math.floorDiv(ts.getTime(), 1000L) * 1_000_000L + ts.getNanos() / 1000L;
+    }
+    Instant instant = (Instant) time;
+    return instant.getEpochSecond() * 1_000_000L + instant.getNano() / 1000L;
   }
 }
