@@ -51,8 +51,10 @@ import org.apache.spark.unsafe.Platform;
  * so a key holding many rows at once (a hot key under a long bound) costs in proportion to them;
  * and Spark finds the keys whose timeout has passed by reading the operator's whole
  * state every micro-batch, so a join whose rows stay long (a TTL of a day) pays a scan that
- * grows with its state. {@code transformWithState}, whose timers are indexed by time, would
- * not; it is the next step if that scan shows.
+ * grows with its state (a byte copy per key: {@link Side}). {@code transformWithState}, whose
+ * timers are indexed by time and whose list state appends, was tried and was slower on Nexmark
+ * q4 and q9 (q9 104 K events/s against 223 K on two cores): it costs several RocksDB calls per
+ * key and batch (a list read, a merge, a timer's check and writes) where this costs two.
  */
 public final class IntervalJoin {
   private IntervalJoin() {}
