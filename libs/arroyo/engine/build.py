@@ -149,10 +149,17 @@ def interval_join(spark: SparkSession, spec: IntervalJoinSpec) -> DataFrame:
     """The pairs of an interval join (arroyo.sql.program.IntervalJoinSpec), run in the JVM."""
     jvm = spark._jvm
     assert jvm is not None
-    left, right = spark.sql(spec.left_sql), spark.sql(spec.right_sql)
-    joined = jvm.arroyo.sql.IntervalJoin.join(
-        left._jdf, right._jdf, "__lk", "__rk", "__lt", "__rt", spec.lower_us, spec.upper_us
-    )
+    join = jvm.arroyo.sql.IntervalJoin
+    if spec.shared_sql is not None:
+        both = spark.sql(spec.shared_sql)
+        left_row, right_row = both.columns[2], both.columns[6]
+        args = ("__lk", "__lt", left_row, "__lon", "__rk", "__rt", right_row, "__ron")
+        joined = join.joinShared(both._jdf, *args, spec.lower_us, spec.upper_us)
+    else:
+        left, right = spark.sql(spec.left_sql), spark.sql(spec.right_sql)
+        joined = join.join(
+            left._jdf, right._jdf, "__lk", "__rk", "__lt", "__rt", spec.lower_us, spec.upper_us
+        )
     return DataFrame(joined, spark)
 
 

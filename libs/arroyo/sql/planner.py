@@ -1999,23 +1999,46 @@ class _Rewriter:
             ):
                 filters[heads.pop()].append(f"({condition.sql(dialect='spark')})")
 
-        def side(source: exp.Expression, rel: _Relation, key: exp.Column, tag: str) -> str:
-            inner = (
-                source.this.sql(dialect="spark")
-                if isinstance(source, exp.Subquery)
-                else f"SELECT * FROM {quote_name(source.name)}"
-            )
+        def inner(source: exp.Expression) -> str:
+            if isinstance(source, exp.Subquery):
+                return str(source.this.sql(dialect="spark"))
+            return f"SELECT * FROM {quote_name(source.name)}"
+
+        def side(rel: _Relation, key: exp.Column, tag: str) -> tuple[str, str | None]:
+            """The side's columns (key, event time, its struct) and its filter, if any."""
             alias = quote_name(rel.alias)
             mine = filters[rel.alias.lower()]
-            return (
-                f"SELECT {key.sql(dialect='spark')} AS __{tag}k, "
-                f"{alias}.{EVENT_TIME} AS __{tag}t, "
-                f"{_fields_struct(alias, paths[rel.alias.lower()])} AS {alias} "
-                f"FROM ({inner}) AS {alias}" + (f" WHERE {' AND '.join(mine)}" if mine else "")
+            columns = (
+                f"{key.sql(dialect='spark')} AS __{tag}k, {alias}.{EVENT_TIME} AS __{tag}t, "
+                f"{_fields_struct(alias, paths[rel.alias.lower()])} AS {alias}"
             )
+            return columns, " AND ".join(mine) if mine else None
 
-        left_sql = side(from_.this, left, keys[0], "l")
-        right_sql = side(join.this, right, keys[1], "r")
+        def query(columns: str, source: str, alias: str, condition: str | None) -> str:
+            where = f" WHERE {condition}" if condition else ""
+            return f"SELECT {columns} FROM ({source}) AS {quote_name(alias)}{where}"
+
+        (left_columns, left_filter), (right_columns, right_filter) = (
+            side(left, keys[0], "l"),
+            side(right, keys[1], "r"),
+        )
+        left_source, right_source = inner(from_.this), inner(join.this)
+        left_sql = query(left_columns, left_source, left.alias, left_filter)
+        right_sql = query(right_columns, right_source, right.alias, right_filter)
+        shared_sql = None
+        if left_source == right_source:
+            # A self-join: one read of the relation gives both sides' rows. The right side's
+            # columns are restated over the left's alias.
+            right_columns = _requalified(right_columns, right.alias, left.alias)
+            right_filter = right_filter and _requalified(right_filter, right.alias, left.alias)
+            both = (
+                f"{left_columns}, coalesce({left_filter or 'TRUE'}, FALSE) AS __lon, "
+                f"{right_columns}, coalesce({right_filter or 'TRUE'}, FALSE) AS __ron"
+            )
+            either = (
+                f"({left_filter}) OR ({right_filter})" if left_filter and right_filter else None
+            )
+            shared_sql = query(both, left_source, left.alias, either)
         key_types = [
             spark.sql(q).schema["__lk" if i == 0 else "__rk"].dataType
             for i, q in enumerate((left_sql, right_sql))
@@ -2032,7 +2055,7 @@ class _Rewriter:
             f"SELECT * FROM ({left_sql}) AS __l JOIN ({right_sql}) AS __r "
             f"ON __l.__lk = __r.__rk AND __r.__rt >= __l.__lt + {seconds(lower)} "
             f"AND __r.__rt <= __l.__lt + {seconds(upper)}",
-            IntervalJoinSpec(left_sql, right_sql, int(lower), int(upper)),
+            IntervalJoinSpec(left_sql, right_sql, int(lower), int(upper), shared_sql),
         )
         from arroyo.engine.build import register_view
 
@@ -2333,6 +2356,21 @@ def _interval_shift(node: exp.Expression) -> tuple[exp.Expression, int] | None:
     except DurationError:
         return None
     return node.this, -offset if isinstance(node, exp.Sub) else offset
+
+
+def _requalified(sql: str, alias: str, to: str) -> str:
+    """``sql`` (Spark SQL: a list of columns, or a condition) with the columns qualified by
+    ``alias`` qualified by ``to`` instead (``B.bid.auction`` becomes ``A.bid.auction``)."""
+    tree = sqlglot.parse_one(f"SELECT {sql}", read="spark")
+    for col in tree.find_all(exp.Column):
+        for arg in ("catalog", "db", "table"):
+            head = col.args.get(arg)
+            if head is not None:
+                if head.name.lower() == alias.lower():
+                    col.set(arg, exp.to_identifier(to))
+                break
+    assert isinstance(tree, exp.Select)
+    return ", ".join(e.sql(dialect="spark") for e in tree.expressions)
 
 
 def _fields_struct(alias: str, paths: list[list[str]]) -> str:

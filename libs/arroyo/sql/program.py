@@ -90,12 +90,18 @@ class IntervalJoinSpec:
     IntervalJoin.java) rather than Spark's: the pairs of a ``left_sql`` row and a
     ``right_sql`` row with ``__lk = __rk`` and ``lower_us <= __rt - __lt <= upper_us``. The
     left query's columns are ``__lk`` (the key), ``__lt`` (its event time, with the
-    watermark) and the rest; the right's ``__rk``, ``__rt`` and the rest."""
+    watermark) and the rest; the right's ``__rk``, ``__rt`` and the rest.
+
+    ``shared_sql``, when both inputs read the same relation (a self-join: Nexmark's auctions
+    and bids are one stream): one query giving both sides' columns for each of its rows, with
+    ``__lon`` and ``__ron`` saying which sides the row belongs to, so that the relation is
+    read once rather than once per side."""
 
     left_sql: str
     right_sql: str
     lower_us: int
     upper_us: int
+    shared_sql: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,9 @@ import org.apache.spark.sql.functions;
 import org.apache.spark.sql.streaming.GroupState;
 import org.apache.spark.sql.streaming.GroupStateTimeout;
 import org.apache.spark.sql.streaming.OutputMode;
+import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.Platform;
@@ -77,11 +79,6 @@ public final class IntervalJoin {
     StructType leftSchema = left.schema();
     StructType rightSchema = right.schema();
     StructField key = leftSchema.apply(leftKey);
-    StructType tagged = new StructType()
-        .add("__key", key.dataType(), true)
-        .add("__left", leftSchema, true)
-        .add("__right", rightSchema, true)
-        .add("__time", DataTypes.TimestampType, true);
     Column[] leftColumns = columns(leftSchema);
     Column[] rightColumns = columns(rightSchema);
     Dataset<Row> lefts = left.select(
@@ -95,17 +92,96 @@ public final class IntervalJoin {
         functions.lit(null).cast(leftSchema).as("__left"),
         functions.struct(rightColumns).as("__right"),
         functions.col(quoted(rightTime)).as("__time"));
-    StructType keySchema = new StructType().add("__key", key.dataType(), true);
+    return pairs(
+        lefts.unionByName(rights),
+        leftSchema,
+        rightSchema,
+        key.dataType(),
+        leftTime,
+        rightTime,
+        lowerUs,
+        upperUs);
+  }
+
+  /**
+   * The same join over one input that holds both sides' columns for each of its rows (a
+   * self-join, whose relation is then read once rather than once per side): the left side's
+   * key, time and row columns, and a boolean column saying whether the row is on the left
+   * side; the same for the right. Its columns are the left side's three then the right's.
+   */
+  public static Dataset<Row> joinShared(
+      Dataset<Row> both,
+      String leftKey,
+      String leftTime,
+      String leftRow,
+      String leftOn,
+      String rightKey,
+      String rightTime,
+      String rightRow,
+      String rightOn,
+      long lowerUs,
+      long upperUs) {
+    StructType schema = both.schema();
+    StructType leftSchema = new StructType(new StructField[] {
+        schema.apply(leftKey), schema.apply(leftTime), schema.apply(leftRow)});
+    StructType rightSchema = new StructType(new StructField[] {
+        schema.apply(rightKey), schema.apply(rightTime), schema.apply(rightRow)});
+    DataType keyType = schema.apply(leftKey).dataType();
+    Column lefts = functions.when(
+        functions.col(quoted(leftOn)),
+        functions.struct(
+            functions.col(quoted(leftKey)).as("__key"),
+            functions.struct(columns(leftSchema)).as("__left"),
+            functions.lit(null).cast(rightSchema).as("__right"),
+            functions.col(quoted(leftTime)).as("__time")));
+    Column rights = functions.when(
+        functions.col(quoted(rightOn)),
+        functions.struct(
+            functions.col(quoted(rightKey)).cast(keyType).as("__key"),
+            functions.lit(null).cast(leftSchema).as("__left"),
+            functions.struct(columns(rightSchema)).as("__right"),
+            functions.col(quoted(rightTime)).as("__time")));
+    // The time keeps the watermark's mark through the explode: Spark takes an event-time
+    // timeout, and drops late rows, only over a column that carries it.
+    Metadata watermark = schema.apply(leftTime).metadata();
+    Dataset<Row> tagged = both
+        .select(functions.explode(functions.array(lefts, rights)).as("__t"))
+        .filter(functions.col("__t").isNotNull())
+        .select(
+            functions.col("__t.__key").as("__key"),
+            functions.col("__t.__left").as("__left"),
+            functions.col("__t.__right").as("__right"),
+            functions.col("__t.__time").as("__time", watermark));
+    return pairs(
+        tagged, leftSchema, rightSchema, keyType, leftTime, rightTime, lowerUs, upperUs);
+  }
+
+  /** The join's pairs from its input rows tagged with their key, side and time. */
+  private static Dataset<Row> pairs(
+      Dataset<Row> tagged,
+      StructType leftSchema,
+      StructType rightSchema,
+      DataType keyType,
+      String leftTime,
+      String rightTime,
+      long lowerUs,
+      long upperUs) {
+    StructType taggedSchema = new StructType()
+        .add("__key", keyType, true)
+        .add("__left", leftSchema, true)
+        .add("__right", rightSchema, true)
+        .add("__time", DataTypes.TimestampType, true);
+    StructType keySchema = new StructType().add("__key", keyType, true);
     StructType output = new StructType(concat(leftSchema.fields(), rightSchema.fields()));
     Pairs pairs = new Pairs(
         new Side(leftSchema, leftSchema.fieldIndex(leftTime)),
         new Side(rightSchema, rightSchema.fieldIndex(rightTime)),
         lowerUs,
         upperUs);
-    return lefts.unionByName(rights)
+    return tagged
         .filter(functions.col("__key").isNotNull())
         .groupBy(functions.col("__key"))
-        .as(Encoders.row(keySchema), Encoders.row(tagged))
+        .as(Encoders.row(keySchema), Encoders.row(taggedSchema))
         .flatMapGroupsWithState(
             pairs,
             OutputMode.Append(),
