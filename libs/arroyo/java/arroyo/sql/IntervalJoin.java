@@ -79,19 +79,12 @@ public final class IntervalJoin {
     StructType leftSchema = left.schema();
     StructType rightSchema = right.schema();
     StructField key = leftSchema.apply(leftKey);
-    Column[] leftColumns = columns(leftSchema);
-    Column[] rightColumns = columns(rightSchema);
+    // Spark takes an event-time timeout only over a column that carries the watermark: the
+    // time keeps its mark through the alias.
     Dataset<Row> lefts = left.select(
-        functions.col(quoted(leftKey)).as("__key"),
-        functions.struct(leftColumns).as("__left"),
-        functions.lit(null).cast(rightSchema).as("__right"),
-        // Spark takes an event-time timeout only over a column that carries the watermark.
-        functions.col(quoted(leftTime)).as("__time"));
+        leftTagged(leftSchema, rightSchema, leftKey, leftTime));
     Dataset<Row> rights = right.select(
-        functions.col(quoted(rightKey)).cast(key.dataType()).as("__key"),
-        functions.lit(null).cast(leftSchema).as("__left"),
-        functions.struct(rightColumns).as("__right"),
-        functions.col(quoted(rightTime)).as("__time"));
+        rightTagged(leftSchema, rightSchema, rightKey, rightTime, key.dataType()));
     return pairs(
         lefts.unionByName(rights),
         leftSchema,
@@ -129,18 +122,10 @@ public final class IntervalJoin {
     DataType keyType = schema.apply(leftKey).dataType();
     Column lefts = functions.when(
         functions.col(quoted(leftOn)),
-        functions.struct(
-            functions.col(quoted(leftKey)).as("__key"),
-            functions.struct(columns(leftSchema)).as("__left"),
-            functions.lit(null).cast(rightSchema).as("__right"),
-            functions.col(quoted(leftTime)).as("__time")));
+        functions.struct(leftTagged(leftSchema, rightSchema, leftKey, leftTime)));
     Column rights = functions.when(
         functions.col(quoted(rightOn)),
-        functions.struct(
-            functions.col(quoted(rightKey)).cast(keyType).as("__key"),
-            functions.lit(null).cast(leftSchema).as("__left"),
-            functions.struct(columns(rightSchema)).as("__right"),
-            functions.col(quoted(rightTime)).as("__time")));
+        functions.struct(rightTagged(leftSchema, rightSchema, rightKey, rightTime, keyType)));
     // The time keeps the watermark's mark through the explode: Spark takes an event-time
     // timeout, and drops late rows, only over a column that carries it.
     Metadata watermark = schema.apply(leftTime).metadata();
@@ -154,6 +139,29 @@ public final class IntervalJoin {
             functions.col("__t.__time").as("__time", watermark));
     return pairs(
         tagged, leftSchema, rightSchema, keyType, leftTime, rightTime, lowerUs, upperUs);
+  }
+
+  /** A left row tagged for the join: its key, itself, no right row, its time. */
+  private static Column[] leftTagged(
+      StructType leftSchema, StructType rightSchema, String key, String time) {
+    return new Column[] {
+      functions.col(quoted(key)).as("__key"),
+      functions.struct(columns(leftSchema)).as("__left"),
+      functions.lit(null).cast(rightSchema).as("__right"),
+      functions.col(quoted(time)).as("__time")
+    };
+  }
+
+  /** A right row tagged for the join: its key (as the left key's type), no left row, itself,
+   * its time. */
+  private static Column[] rightTagged(
+      StructType leftSchema, StructType rightSchema, String key, String time, DataType keyType) {
+    return new Column[] {
+      functions.col(quoted(key)).cast(keyType).as("__key"),
+      functions.lit(null).cast(leftSchema).as("__left"),
+      functions.struct(columns(rightSchema)).as("__right"),
+      functions.col(quoted(time)).as("__time")
+    };
   }
 
   /** The join's pairs from its input rows tagged with their key, side and time. */
@@ -266,10 +274,7 @@ public final class IntervalJoin {
       }
       for (Held r : newRights) {
         for (Held l : lefts) {
-          long delta = r.timeUs - l.timeUs;
-          if (delta >= lowerUs && delta <= upperUs) {
-            out.add(joined(left.row(l), right.row(r)));
-          }
+          pair(l, r, out);
         }
       }
       keep(newLefts, leftSlack, watermarkUs, lefts);
@@ -289,10 +294,15 @@ public final class IntervalJoin {
 
     private void pair(Held l, List<Held> rights, List<Row> out) {
       for (Held r : rights) {
-        long delta = r.timeUs - l.timeUs;
-        if (delta >= lowerUs && delta <= upperUs) {
-          out.add(joined(left.row(l), right.row(r)));
-        }
+        pair(l, r, out);
+      }
+    }
+
+    /** Adds the pair of {@code l} and {@code r} when their times are within the bounds. */
+    private void pair(Held l, Held r, List<Row> out) {
+      long delta = r.timeUs - l.timeUs;
+      if (delta >= lowerUs && delta <= upperUs) {
+        out.add(joined(left.row(l), right.row(r)));
       }
     }
 
