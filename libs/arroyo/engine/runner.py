@@ -13,6 +13,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -236,12 +237,13 @@ class PipelineRunner:
             .outputMode(spec.output_mode)
             .queryName(f"{sink.name}_{index}")
         )
-        if self.real_time_batch_ms is None:
-            query = writer.trigger(
-                processingTime=f"{self.trigger_interval_ms} milliseconds"
-            ).start()
-        else:
-            query = self._start_real_time(writer, df, spec)
+        with _late_row_check(self.spark, enabled=not spec.unchecked_late_rows):
+            if self.real_time_batch_ms is None:
+                query = writer.trigger(
+                    processingTime=f"{self.trigger_interval_ms} milliseconds"
+                ).start()
+            else:
+                query = self._start_real_time(writer, df, spec)
         log.info("query_started", sink=sink.name, query_id=str(query.id))
         return _Watched(spec, query, sources, context)
 
@@ -449,6 +451,28 @@ class PipelineRunner:
             conn = connector(name)
             assert conn is not None
             conn.release()
+
+
+_LATE_ROW_CHECK = "spark.sql.streaming.statefulOperator.checkCorrectness.enabled"
+
+
+@contextmanager
+def _late_row_check(spark: SparkSession, enabled: bool) -> Iterator[None]:
+    """Spark's check of stateful operators downstream of one that may emit rows behind the
+    watermark (SinkQuery.unchecked_late_rows), for the queries started inside. A query keeps
+    the setting it started with (it runs in a copy of the session made at its start)."""
+    if enabled:
+        yield
+        return
+    before = spark.conf.get(_LATE_ROW_CHECK, None)
+    spark.conf.set(_LATE_ROW_CHECK, "false")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(_LATE_ROW_CHECK)
+        else:
+            spark.conf.set(_LATE_ROW_CHECK, before)
 
 
 def _report(

@@ -149,6 +149,8 @@ class _State:
     stages: list[tuple[TableSpec, SinkQuery]] = field(default_factory=list)
     # Arroyo's own aggregate functions that views call (see _Rewriter._top_rows_root).
     aggregates: list[AggregateSpec] = field(default_factory=list)
+    # Interval joins' views that an updating aggregate reads in its own query (_stage_join).
+    fused_joins: set[str] = field(default_factory=set)
 
 
 def _setting_duration_us(value: str) -> int:
@@ -370,9 +372,10 @@ class Planner:
                 where = max((state.inserts[s][0][1] for s in sinks), default=0)
                 raise _error(
                     "updating_join_shared",
-                    "an aggregate over a join without windows, or over an updating result, "
-                    "can feed one query, and two read the same one (repeat the aggregate for "
-                    "each instead of sharing it through a view)",
+                    "an aggregate over an updating result, or over a join without windows "
+                    "that Spark runs (not an interval join: keys of two types, more than two "
+                    "inputs), can feed one query, and two read the same one (repeat the "
+                    "aggregate for each instead of sharing it through a view)",
                     state.text.span(where),
                 )
         return needed
@@ -743,6 +746,14 @@ class Planner:
 
     # -- sinks -----------------------------------------------------------------------------
 
+    def reads_fused_join(self, state: _State, sql: str) -> bool:
+        """Whether a query reads an interval join that an aggregate reads in the same query
+        (_Rewriter._stage_join), through any views."""
+        if not state.fused_joins:
+            return False
+        plan = self.spark.sql(sql)._jdf.queryExecution().analyzed().toString()
+        return any(f"View (`{name}`," in plan for name in state.fused_joins)
+
     def _sink_query(self, state: _State, name: str, inserts: list[tuple[str, int]]) -> SinkQuery:
         table = state.tables[name]
         spec = table.spec
@@ -813,6 +824,7 @@ class Planner:
             updating_ttl_ms=(
                 state.updating_ttl_us // 1000 if TOUCHED in schema.fieldNames() else None
             ),
+            unchecked_late_rows=self.reads_fused_join(state, selects[0]),
         )
 
     def _check_batch_sink(self, state: _State, sink: TableSpec, offset: int) -> None:
@@ -1833,7 +1845,9 @@ class _Rewriter:
         pipeline's internal stream, arroyo.connectors.stage), which the aggregate reads. Each
         column the aggregate uses becomes one of the stage's columns (the join computes
         ``A.auction.id``; the aggregate reads ``__c0``), so the stage holds only those.
-        ``select`` is rewritten in place to read the stage; returns the stage's relation."""
+        ``select`` is rewritten in place to read the stage; returns the stage's relation.
+        An interval join needs no stage: the aggregate reads the join's columns from a
+        subquery of its own query (see below)."""
         from arroyo.connectors.stage import STAGE_CONNECTOR
 
         from_ = select.args.get("from_") or select.args.get("from")
@@ -1884,9 +1898,25 @@ class _Rewriter:
             join.set("where", where.copy())
         self._check_unwindowed_joins(join, relations)
         self._bound_unwindowed_joins(join, relations)
-        self._interval_join(join, relations)
+        interval_join = self._interval_join(join, relations)
         join_sql = self._projection(join, relations).node.sql(dialect="spark")
         schema = self.planner.analyse(self.state, join_sql, select)
+        if interval_join is not None:
+            # Arroyo's interval join runs in append mode as Spark's flatMapGroupsWithState,
+            # which Spark lets an update-mode aggregate follow in the same query: no stage,
+            # so the pairs go straight to the aggregate's partial aggregation rather than
+            # through Parquet files and a second query (Nexmark q4 and q9).
+            self.state.fused_joins.add(interval_join)
+            from_.set(
+                "this",
+                exp.Subquery(
+                    this=sqlglot.parse_one(join_sql, read="spark"),
+                    alias=exp.TableAlias(this=exp.to_identifier(alias)),
+                ),
+            )
+            select.set("joins", None)
+            select.set("where", None)
+            return _Relation(alias, _columns(schema), None)
         spec = TableSpec(
             name,
             STAGE_CONNECTOR,
@@ -1904,7 +1934,7 @@ class _Rewriter:
         select.set("where", None)
         return replace(relation, alias=alias)
 
-    def _interval_join(self, select: exp.Select, relations: list[_Relation]) -> None:
+    def _interval_join(self, select: exp.Select, relations: list[_Relation]) -> str | None:
         """Runs a join of two streams through Arroyo's interval join when its condition bounds
         each side's event time against the other's (after _bound_unwindowed_joins, every join
         of two streams with event times whose ON it could extend): the pairs with equal keys
@@ -1912,11 +1942,11 @@ class _Rewriter:
         value (IntervalJoin.java says why that is cheaper than Spark's join). The rest of the
         condition (ON and WHERE) filters the pairs. ``select`` is rewritten in place to read
         the join's view, each input a struct column named by its alias (``A.auction.id`` reads
-        as before). Joins in any other form are left to Spark."""
+        as before); returns the view's name. Joins in any other form are left to Spark."""
         joins = select.args.get("joins") or []
         from_ = select.args.get("from_") or select.args.get("from")
         if len(relations) != 2 or len(joins) != 1 or from_ is None:
-            return
+            return None
         join = joins[0]
         on = join.args.get("on")
         left, right = relations
@@ -1929,7 +1959,7 @@ class _Rewriter:
             or not (left.has_event_time and right.has_event_time)
             or left.alias.lower() == right.alias.lower()
         ):
-            return
+            return None
         aliases = {left.alias.lower(): left.alias, right.alias.lower(): right.alias}
         owners: dict[str, str] = {}
         for rel in relations:
@@ -1948,7 +1978,7 @@ class _Rewriter:
                     continue  # qualified (a lone name is a column, even one named as an alias)
                 owner = owners.get(head)
                 if owner == "":
-                    return  # ambiguous: Spark's join reports it
+                    return None  # ambiguous: Spark's join reports it
                 if owner is not None:
                     qualified = f"{quote_name(owner)}.{col.sql(dialect='spark')}"
                     col.replace(sqlglot.parse_one(qualified, read="spark"))
@@ -1983,7 +2013,7 @@ class _Rewriter:
                 else:
                     upper = min(upper, offset)
         if keys is None or math.isinf(lower) or math.isinf(upper):
-            return
+            return None
         spark = self.planner.spark
         # Conditions on one input's columns alone filter that input before the join (as
         # Spark's optimizer would push them, which it cannot through the interval join): rows
@@ -2044,7 +2074,7 @@ class _Rewriter:
             for i, q in enumerate((left_sql, right_sql))
         ]
         if key_types[0] != key_types[1]:
-            return  # Spark's join coerces them to a common type
+            return None  # Spark's join coerces them to a common type
 
         def seconds(us: float) -> str:
             return f"INTERVAL '{us / 1_000_000:.6f}' SECOND"
@@ -2068,6 +2098,7 @@ class _Rewriter:
         from_.set("this", exp.Table(this=exp.to_identifier(name)))
         select.set("joins", None)
         select.set("where", exp.Where(this=residual))
+        return name
 
     def _stage_changes(self, select: exp.Select, input_: _Relation) -> _Relation:
         """An aggregate over an updating result (Nexmark q4: the average, per category, of each
@@ -2113,6 +2144,7 @@ class _Rewriter:
             key_columns=list(input_.updating),
             keep_column=KEEP if KEEP in names else None,
             updating_ttl_ms=self.state.updating_ttl_us // 1000 if TOUCHED in names else None,
+            unchecked_late_rows=self.planner.reads_fused_join(self.state, sql),
         )
         relation = self._add_stage(spec, writer)
         from_.set(

@@ -142,6 +142,11 @@ class SinkQuery:
     # registered for each batch as ``batch_view``, which ``batch_sql`` reads.
     batch_sql: str | None = None
     batch_view: str | None = None
+    # Spark refuses a stateful operator that reads the rows of one that may emit them behind
+    # the watermark (they could be dropped as late). The planner sets this where that check
+    # is off for the query: an aggregate without event-time keys (which drops no late rows)
+    # reading an interval join in the same query.
+    unchecked_late_rows: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +195,7 @@ class PipelineProgram:
                     updating_ttl_ms=q.get("updating_ttl_ms"),
                     batch_sql=q.get("batch_sql"),
                     batch_view=q.get("batch_view"),
+                    unchecked_late_rows=q.get("unchecked_late_rows", False),
                 )
                 for q in raw["queries"]
             ],

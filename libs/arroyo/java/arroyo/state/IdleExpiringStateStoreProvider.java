@@ -32,7 +32,8 @@ import scala.Option;
  * the last micro-batch that updated the key. The runner names the query's checkpoint and its TTL
  * in a session setting ({@link #TTL_PREFIX} + the checkpoint's state directory); for such a
  * store, each write store handed to the operator first drops the keys last updated more than the
- * TTL ago. Stores of every other operator and query behave exactly as Spark's.
+ * TTL ago. Stores of every other operator and query behave exactly as Spark's, among them an
+ * interval join's that the aggregate reads in the same query.
  *
  * <p>The time is processing time, Arroyo's own rule for updating state (time to idle). A scan
  * reads the whole store, so it runs at most once per tenth of the TTL: a key goes between TTL and
@@ -70,7 +71,9 @@ public class IdleExpiringStateStoreProvider extends RocksDBStateStoreProvider {
         stateSchemaProvider);
     String root = new Path(id.checkpointRootLocation()).toUri().getPath();
     Option<String> ttl = storeConf.sqlConfs().get(TTL_PREFIX + root);
-    if (ttl.isEmpty() || useColumnFamilies) {
+    if (ttl.isEmpty() || useColumnFamilies || isGroupState(valueSchema)) {
+      // A flatMapGroupsWithState in the same query (an interval join the aggregate reads)
+      // expires its own state, by its timeouts.
       return;
     }
     int last = valueSchema.fields().length - 1;
@@ -81,6 +84,12 @@ public class IdleExpiringStateStoreProvider extends RocksDBStateStoreProvider {
     }
     ttlMs = Long.parseLong(ttl.get());
     touchedField = last;
+  }
+
+  /** Whether a store holds flatMapGroupsWithState's state: (groupState, timeoutTimestamp). */
+  private static boolean isGroupState(StructType valueSchema) {
+    String[] names = valueSchema.fieldNames();
+    return names.length > 0 && names[names.length - 1].equals("timeoutTimestamp");
   }
 
   @Override
