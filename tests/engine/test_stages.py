@@ -18,9 +18,16 @@ from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql.types import LongType, StructField, StructType
 
-from arroyo.connectors.stage import StageWriter, stage_data_dir
-from arroyo.connectors.stage_files import CONSUMED, END, batch_dir, committed_batches
+from arroyo.connectors.stage import StageLines, StageWriter, stage_data_dir
+from arroyo.connectors.stage_files import (
+    CONSUMED,
+    END,
+    _StageReader,
+    batch_dir,
+    committed_batches,
+)
 from arroyo.engine.runner import PipelineRunner
 from arroyo.sql.planner import Planner
 from tests.sql.harness import INPUTS, read_output, replay_changes
@@ -95,6 +102,27 @@ def test_the_writer_skips_a_batch_written_or_consumed_before(
     writer(other, 2)
     assert committed_batches(root) == [2]
     assert not [p for p in root.iterdir() if p.name.startswith(".tmp")]
+
+
+def test_a_batch_without_changes_gives_the_reader_no_batch(tmp_path: Path) -> None:
+    """Change records (an updating result's): the writer's batches with none (those that only
+    move its watermark) leave a gap in the batch ids, which the reader's listing skips, rather
+    than a batch its query would run for nothing."""
+    root = tmp_path / "stage"
+    root.mkdir()
+    writer = StageLines(root)
+    writer.write(0, [b'{"before":null,"after":{"n":1},"op":"c"}\n'])
+    writer.write(1, iter([]))
+    writer.write(2, [b'{"before":{"n":1},"after":{"n":2},"op":"u"}\n'])
+    assert committed_batches(root) == [0, 2]
+    assert not writer.committed(3)
+    assert not [p for p in root.iterdir() if p.name.startswith(".tmp")]
+    reader = _StageReader({"path": str(root)}, StructType([StructField("n", LongType())]))
+    start = reader.initialOffset()
+    end = reader.latestOffset(start, reader.getDefaultReadLimit())
+    assert end["batch"] == 2
+    files = [Path(p.path) for p in reader.partitions(start, end)]
+    assert [f.parent for f in files] == [batch_dir(root, 0), batch_dir(root, 2)]
 
 
 def test_an_unbounded_pipeline_reads_its_stage_as_it_is_written(

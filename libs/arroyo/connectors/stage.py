@@ -98,8 +98,17 @@ class StageLines:
         tmp = self.root / f".tmp-{batch_id}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
+        written = 0
         with open(tmp / LINES_FILE, "wb") as f:
-            f.writelines(lines)
+            for line in lines:
+                written += f.write(line)
+        if not written:
+            # No changes (the writer's batches that only move its watermark, every other one
+            # of a join's): no batch for the reader, whose query would run one for nothing.
+            # The reader's offsets are batch ids it lists, so it takes the gap; a replay of
+            # this batch computes no changes again.
+            shutil.rmtree(tmp)
+            return
         os.replace(tmp, batch_dir(self.root, batch_id))
 
 
