@@ -1,12 +1,14 @@
 """Stages: one query's rows handed to another query of the same pipeline, exactly once.
 
-Spark runs a stream-stream join in append mode only and an aggregate without windows in update
-mode only, so no single streaming query can aggregate a join's rows (Nexmark q4, q9). The
-planner splits such a query in two: the join writes its rows into a stage, and the aggregate
-reads the stage as a stream (arroyo.sql.planner: _Rewriter._stage_join). Likewise an aggregate
-over an updating result (Nexmark q4): the result's change records go into a stage, which the
-aggregate reads as a changelog (_Rewriter._stage_changes). The stage lives in the
-pipeline's state directory and is internal: users never name it.
+Spark runs its stream-stream join in append mode only and an aggregate without windows in
+update mode only, so no single streaming query can aggregate the rows of Spark's join (keys of
+two types, more than two inputs; Arroyo's interval join, which Nexmark q4 and q9 use, can be
+followed by the aggregate in its own query). The planner splits such a query in two: the join
+writes its rows into a stage, and the aggregate reads the stage as a stream
+(arroyo.sql.planner: _Rewriter._stage_join). Likewise an aggregate over an updating result
+(Nexmark q4): the result's change records go into a stage, which the aggregate reads as a
+changelog (_Rewriter._stage_changes). The stage lives in the pipeline's state directory and
+is internal: users never name it.
 
 Exactly once, across crashes of either query:
 
