@@ -156,7 +156,7 @@ def test_a_view_over_a_joins_aggregate_feeds_two_sinks(spark: SparkSession, tmp_
     )
     program = Planner(spark, state_dir=tmp_path / "state").plan(sql)
     assert len(program.queries) == 2
-    assert all(q.unchecked_late_rows for q in program.queries)
+    assert all(q.unchecked_chain for q in program.queries)
     run_case(spark, sql, tmp_path, resume_part_way=False)
     expected = _expected(spark)
     assert _got(out) == expected

@@ -328,3 +328,58 @@ def test_an_aggregate_over_a_filtered_changelog_matches_its_final_table() -> Non
             table[change["after"]["id"]] = change["after"]
     big = [p["qty"] for p in table.values() if p["qty"] >= 3]
     assert _golden("updating_cdc_view_aggregate") == [{"products": len(big), "total": sum(big)}]
+
+
+def test_an_aggregate_of_an_updating_aggregate_matches_duckdb() -> None:
+    """updating_aggregate_of_aggregate_functions: the inner aggregate runs as the retracting
+    aggregate in the outer one's query; its changes, retracted and replayed, give the batch
+    result of the nested aggregate."""
+    rows = (
+        _events()
+        .execute("""
+        SELECT "user", count(*), sum(n), sum(priced), sum(ids), round(sum(total), 2),
+               round(avg(mean), 4), sum(first_id), sum(last_id), count(last_ts)
+        FROM (
+            SELECT "user", kind, count(*) AS n, count(amount) AS priced, sum(id) AS ids,
+                   sum(amount) AS total, avg(amount) AS mean, min(id) AS first_id,
+                   max(id) AS last_id, max(ts) AS last_ts
+            FROM events GROUP BY "user", kind)
+        GROUP BY "user" """)
+        .fetchall()
+    )
+    got = Counter(
+        (
+            r["user"],
+            r["kinds"],
+            r["events"],
+            r["priced"],
+            r["ids"],
+            r["total"],
+            r["mean_of_means"],
+            r["first_ids"],
+            r["last_ids"],
+            r["timed"],
+        )
+        for r in _golden("updating_aggregate_of_aggregate_functions")
+    )
+    assert got == Counter(rows)
+
+
+def test_an_aggregate_of_an_updating_aggregate_with_having_matches_duckdb() -> None:
+    """updating_having_aggregate_of_aggregate: rows the inner HAVING drops leave the outer
+    aggregate (through a stage of change records)."""
+    rows = (
+        _events()
+        .execute("""
+        SELECT "user", count(*), sum(n) FROM (
+            SELECT "user", kind, count(*) AS n FROM events GROUP BY "user", kind
+            HAVING sum(amount) < 250)
+        GROUP BY "user" """)
+        .fetchall()
+    )
+    got = Counter(
+        (r["user"], r["small_kinds"], r["events"])
+        for r in _golden("updating_having_aggregate_of_aggregate")
+    )
+    assert got == Counter(rows)
+    assert rows, "no user has a kind under 250"

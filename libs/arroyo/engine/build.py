@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -20,6 +21,7 @@ from arroyo.sql.program import (
     KEEP,
     SIGN,
     AggregateSpec,
+    ChangesSpec,
     IntervalJoinSpec,
     PipelineProgram,
     TableSpec,
@@ -139,10 +141,12 @@ def register_aggregate(spark: SparkSession, aggregate: AggregateSpec) -> None:
 
 
 def register_view(spark: SparkSession, view: ViewSpec) -> None:
-    if view.interval_join is None:
-        spark.sql(view.sql).createOrReplaceTempView(view.name)
-    else:
+    if view.interval_join is not None:
         interval_join(spark, view.interval_join).createOrReplaceTempView(view.name)
+    elif view.changes is not None:
+        changes(spark, view.changes).createOrReplaceTempView(view.name)
+    else:
+        spark.sql(view.sql).createOrReplaceTempView(view.name)
 
 
 def interval_join(spark: SparkSession, spec: IntervalJoinSpec) -> DataFrame:
@@ -161,6 +165,27 @@ def interval_join(spark: SparkSession, spec: IntervalJoinSpec) -> DataFrame:
             left._jdf, right._jdf, "__lk", "__rk", "__lt", "__rt", spec.lower_us, spec.upper_us
         )
     return DataFrame(joined, spark)
+
+
+def changes(spark: SparkSession, spec: ChangesSpec) -> DataFrame:
+    """An updating aggregate's changes as signed rows (arroyo.sql.program.ChangesSpec), run in
+    the JVM."""
+    jvm = spark._jvm
+    assert jvm is not None
+    gateway = spark.sparkContext._gateway
+    assert gateway is not None
+
+    def strings(values: list[str]) -> Any:
+        array = gateway.new_array(jvm.java.lang.String, len(values))
+        for i, value in enumerate(values):
+            array[i] = value
+        return array
+
+    input_ = spark.sql(spec.input_sql)
+    result = jvm.arroyo.sql.RetractingAggregate.changes(
+        input_._jdf, spec.keys, strings(spec.kinds), strings(spec.names), spec.ttl_ms, SIGN
+    )
+    return DataFrame(result, spark)
 
 
 def drop_temp_views(spark: SparkSession) -> None:

@@ -237,7 +237,7 @@ class PipelineRunner:
             .outputMode(spec.output_mode)
             .queryName(f"{sink.name}_{index}")
         )
-        with _late_row_check(self.spark, enabled=not spec.unchecked_late_rows):
+        with _stateful_chain_checks(self.spark, enabled=not spec.unchecked_chain):
             if self.real_time_batch_ms is None:
                 query = writer.trigger(
                     processingTime=f"{self.trigger_interval_ms} milliseconds"
@@ -453,26 +453,34 @@ class PipelineRunner:
             conn.release()
 
 
-_LATE_ROW_CHECK = "spark.sql.streaming.statefulOperator.checkCorrectness.enabled"
+# Spark's checks of a query's chain of stateful operators (SinkQuery.unchecked_chain): of one
+# that reads rows another may emit behind the watermark, and of the query's operators as a
+# whole (among them: more than one flatMapGroupsWithState only into an append-mode sink).
+_CHAIN_CHECKS = (
+    "spark.sql.streaming.statefulOperator.checkCorrectness.enabled",
+    "spark.sql.streaming.unsupportedOperationCheck",
+)
 
 
 @contextmanager
-def _late_row_check(spark: SparkSession, enabled: bool) -> Iterator[None]:
-    """Spark's check of stateful operators downstream of one that may emit rows behind the
-    watermark (SinkQuery.unchecked_late_rows), for the queries started inside. A query keeps
-    the setting it started with (it runs in a copy of the session made at its start)."""
+def _stateful_chain_checks(spark: SparkSession, enabled: bool) -> Iterator[None]:
+    """Spark's checks of the chain of stateful operators, for the queries started inside. A
+    query keeps the settings it started with (it runs in a copy of the session made at its
+    start)."""
     if enabled:
         yield
         return
-    before = spark.conf.get(_LATE_ROW_CHECK, None)
-    spark.conf.set(_LATE_ROW_CHECK, "false")
+    before = {key: spark.conf.get(key, None) for key in _CHAIN_CHECKS}
+    for key in _CHAIN_CHECKS:
+        spark.conf.set(key, "false")
     try:
         yield
     finally:
-        if before is None:
-            spark.conf.unset(_LATE_ROW_CHECK)
-        else:
-            spark.conf.set(_LATE_ROW_CHECK, before)
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
 
 
 def _report(

@@ -40,6 +40,7 @@ from arroyo.sql.program import (
     SIGN,
     TOUCHED,
     AggregateSpec,
+    ChangesSpec,
     ColumnSpec,
     FormatSpec,
     IntervalJoinSpec,
@@ -149,8 +150,10 @@ class _State:
     stages: list[tuple[TableSpec, SinkQuery]] = field(default_factory=list)
     # Arroyo's own aggregate functions that views call (see _Rewriter._top_rows_root).
     aggregates: list[AggregateSpec] = field(default_factory=list)
-    # Interval joins' views that an updating aggregate reads in its own query (_stage_join).
-    fused_joins: set[str] = field(default_factory=set)
+    # Views whose stateful operator another reads in the same query, where Spark's checks of
+    # the chain are off (SinkQuery.unchecked_chain): interval joins under an updating
+    # aggregate (_stage_join) and updating aggregates' changes (_fused_changes).
+    fused_views: set[str] = field(default_factory=set)
 
 
 def _setting_duration_us(value: str) -> int:
@@ -746,13 +749,13 @@ class Planner:
 
     # -- sinks -----------------------------------------------------------------------------
 
-    def reads_fused_join(self, state: _State, sql: str) -> bool:
-        """Whether a query reads an interval join that an aggregate reads in the same query
-        (_Rewriter._stage_join), through any views."""
-        if not state.fused_joins:
+    def reads_fused_view(self, state: _State, sql: str) -> bool:
+        """Whether a query reads, through any views, a view whose stateful operator another
+        reads in the same query (_State.fused_views)."""
+        if not state.fused_views:
             return False
         plan = self.spark.sql(sql)._jdf.queryExecution().analyzed().toString()
-        return any(f"View (`{name}`," in plan for name in state.fused_joins)
+        return any(f"View (`{name}`," in plan for name in state.fused_views)
 
     def _sink_query(self, state: _State, name: str, inserts: list[tuple[str, int]]) -> SinkQuery:
         table = state.tables[name]
@@ -824,7 +827,7 @@ class Planner:
             updating_ttl_ms=(
                 state.updating_ttl_us // 1000 if TOUCHED in schema.fieldNames() else None
             ),
-            unchecked_late_rows=self.reads_fused_join(state, selects[0]),
+            unchecked_chain=self.reads_fused_view(state, selects[0]),
         )
 
     def _check_batch_sink(self, state: _State, sink: TableSpec, offset: int) -> None:
@@ -1075,6 +1078,9 @@ class _Rewriter:
         if is_aggregate and len(relations) == 1 and self._reads_changelog(select):
             return self._changelog_aggregate(select, relations)
         if updating_inputs and is_aggregate and len(relations) == 1:
+            changes = self._fused_changes(select, relations[0])
+            if changes is not None:
+                return self._changelog_aggregate(select, [changes], signed=True)
             return self._changelog_aggregate(select, [self._stage_changes(select, relations[0])])
         if updating_inputs and (is_aggregate or len(relations) > 1):
             what = "an aggregate" if is_aggregate else "a join"
@@ -1906,7 +1912,7 @@ class _Rewriter:
             # which Spark lets an update-mode aggregate follow in the same query: no stage,
             # so the pairs go straight to the aggregate's partial aggregation rather than
             # through Parquet files and a second query (Nexmark q4 and q9).
-            self.state.fused_joins.add(interval_join)
+            self.state.fused_views.add(interval_join)
             from_.set(
                 "this",
                 exp.Subquery(
@@ -2100,6 +2106,91 @@ class _Rewriter:
         select.set("where", exp.Where(this=residual))
         return name
 
+    def _fused_changes(self, select: exp.Select, input_: _Relation) -> _Relation | None:
+        """An aggregate over an updating aggregate, both in one query: the inner aggregate
+        runs as Arroyo's retracting aggregate (ChangesSpec), which gives its changes as signed
+        rows, and ``select`` is rewritten in place to read them. Where the inner aggregate is
+        not a plain GROUP BY of count, sum, avg, min and max over values the retracting
+        aggregate takes (or has a HAVING), returns None: the changes go through a stage
+        (_stage_changes)."""
+        from arroyo.engine.build import register_view
+
+        from_ = select.args.get("from_") or select.args.get("from")
+        assert from_ is not None
+        source = from_.this
+        if isinstance(source, exp.Subquery):
+            inner = source.this
+        else:
+            view = next((v for v in self.state.views if v.name == source.name), None)
+            if view is None or view.interval_join is not None or view.changes is not None:
+                return None
+            inner = sqlglot.parse_one(view.sql, read="spark")
+        group = inner.args.get("group") if isinstance(inner, exp.Select) else None
+        if group is None or inner.args.get("having") is not None:
+            return None
+        grouped = {g.sql(dialect="spark") for g in group.expressions}
+        keys: list[exp.Expr] = []
+        arguments: list[exp.Expr] = []
+        kinds: list[str] = []
+        names: list[str] = []
+        ttl = False
+        for projection in inner.expressions:
+            name, value = projection.alias_or_name, projection.unalias()
+            if name == TOUCHED:
+                ttl = True
+            elif value.sql(dialect="spark") in grouped and name not in (KEEP, EVENT_TIME):
+                keys.append(exp.alias_(value.copy(), name))
+            else:
+                kind = _RETRACTING_KINDS.get(type(value))
+                argument = value.this if kind else None
+                if kind == "count" and (argument is None or isinstance(argument, exp.Star)):
+                    argument = exp.Literal.number(1)
+                if (
+                    kind is None
+                    or argument is None
+                    or value.args.get("expressions")
+                    or isinstance(argument, exp.Distinct)
+                    or argument.find(exp.AggFunc, exp.Window)
+                ):
+                    return None
+                arguments.append(exp.alias_(argument.copy(), f"__a{len(arguments)}"))
+                kinds.append(kind)
+                names.append(name)
+        named = {k.alias_or_name for k in keys}
+        if len(keys) != len(grouped) or named != set(input_.updating or []):
+            return None
+        spark = self.planner.spark
+        aggregate = spark.sql(inner.sql(dialect="spark")).schema
+        feed = inner.copy()
+        feed.set("expressions", [*keys, *arguments])
+        feed.set("group", None)
+        input_sql = feed.sql(dialect="spark")
+        fed = spark.sql(input_sql).schema
+        for i, (kind, name) in enumerate(zip(kinds, names, strict=True)):
+            result = _retracting_result(kind, fed[f"__a{i}"].dataType.simpleString())
+            if result is None or result != aggregate[name].dataType.simpleString():
+                return None
+        ttl_ms = self.state.updating_ttl_us // 1000 if ttl else 0
+        name = f"__changes{next(self.state.counter)}"
+        view = ViewSpec(
+            name,
+            inner.sql(dialect="spark"),
+            changes=ChangesSpec(input_sql, len(keys), kinds, names, ttl_ms),
+        )
+        register_view(spark, view)
+        self.state.views.append(view)
+        self.state.view_windows[name] = None
+        self.state.view_updating[name] = None
+        self.state.fused_views.add(name)
+        from_.set(
+            "this",
+            exp.Table(
+                this=exp.to_identifier(name),
+                alias=exp.TableAlias(this=exp.to_identifier(input_.alias)),
+            ),
+        )
+        return _Relation(input_.alias, _columns(spark.table(name).schema), None)
+
     def _stage_changes(self, select: exp.Select, input_: _Relation) -> _Relation:
         """An aggregate over an updating result (Nexmark q4: the average, per category, of each
         auction's maximum bid, which changes while the auction is open). Spark cannot chain
@@ -2144,7 +2235,7 @@ class _Rewriter:
             key_columns=list(input_.updating),
             keep_column=KEEP if KEEP in names else None,
             updating_ttl_ms=self.state.updating_ttl_us // 1000 if TOUCHED in names else None,
-            unchecked_late_rows=self.planner.reads_fused_join(self.state, sql),
+            unchecked_chain=self.planner.reads_fused_view(self.state, sql),
         )
         relation = self._add_stage(spec, writer)
         from_.set(
@@ -2177,21 +2268,25 @@ class _Rewriter:
         known = self.state.tables.get(source.name)
         return known is not None and known.spec.is_changelog
 
-    def _changelog_aggregate(self, select: exp.Select, relations: list[_Relation]) -> _Planned:
+    def _changelog_aggregate(
+        self, select: exp.Select, relations: list[_Relation], *, signed: bool = False
+    ) -> _Planned:
         """An aggregate over a changelog source: it reads the source's signed rows (a change
         as +1 for the row after and -1 for the row before) and weighs each by its sign, so an
         update or a delete retracts what the old row contributed. count, sum and avg retract
-        this way; a group whose rows are all gone is deleted."""
+        this way; a group whose rows are all gone is deleted. ``signed``: the query already
+        reads signed rows (_fused_changes)."""
         from_ = select.args.get("from_") or select.args.get("from")
         assert from_ is not None
         table = from_.this
         alias = table.alias_or_name
-        table.replace(
-            exp.Table(
-                this=exp.to_identifier(signed_view(table.name)),
-                alias=exp.TableAlias(this=exp.to_identifier(alias)),
+        if not signed:
+            table.replace(
+                exp.Table(
+                    this=exp.to_identifier(signed_view(table.name)),
+                    alias=exp.TableAlias(this=exp.to_identifier(alias)),
+                )
             )
-        )
         sign = exp.column(SIGN, table=alias)
         aggregates = [n for n in select.find_all(exp.Func) if isinstance(n, exp.AggFunc)]
         for node in aggregates:
@@ -2602,6 +2697,33 @@ def quote_name(name: str) -> str:
 def batch_view_name(view: str) -> str:
     """The name under which a streaming view's micro-batch is seen by per-batch queries."""
     return f"{view}__batch"
+
+
+# The aggregates Arroyo's retracting aggregate runs (_Rewriter._fused_changes).
+_RETRACTING_KINDS: dict[type[exp.Expression], str] = {
+    exp.Count: "count",
+    exp.Sum: "sum",
+    exp.Avg: "avg",
+    exp.Min: "min",
+    exp.Max: "max",
+}
+_INTEGRAL = frozenset({"tinyint", "smallint", "int", "bigint"})
+_FLOATING = frozenset({"float", "double"})
+_ORDERED = _INTEGRAL | _FLOATING | {"string", "boolean", "date", "timestamp", "timestamp_ntz"}
+
+
+def _retracting_result(kind: str, argument: str) -> str | None:
+    """The type of an aggregate's result in Arroyo's retracting aggregate (Spark's type for
+    the same aggregate), or None where it does not take the argument's type."""
+    if kind == "count":
+        return "bigint"
+    if kind == "sum" and argument in _INTEGRAL:
+        return "bigint"
+    if kind in ("sum", "avg") and argument in _INTEGRAL | _FLOATING:
+        return "double"
+    if kind in ("min", "max") and (argument in _ORDERED or argument.startswith("decimal(")):
+        return argument
+    return None
 
 
 def _columns(schema: StructType) -> list[tuple[str, str]]:

@@ -105,11 +105,29 @@ class IntervalJoinSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ChangesSpec:
+    """The changes of an updating aggregate as signed rows (``SIGN``), run by Arroyo's
+    retracting aggregate (libs/arroyo/java/arroyo/sql/RetractingAggregate.java) so that an
+    aggregate over it can run in the same query. ``input_sql`` gives the group's keys (its
+    first ``keys`` columns, named as the result's) and then one argument per function of
+    ``kinds`` (count, sum, avg, min, max), whose results are named ``names``. A key no batch
+    updates for ``ttl_ms`` (processing time; 0: never) is dropped."""
+
+    input_sql: str
+    keys: int
+    kinds: list[str]
+    names: list[str]
+    ttl_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class ViewSpec:
     name: str
-    # With ``interval_join``, the same join in Spark SQL (what the view reads, and its rows).
+    # With ``interval_join``, the same join in Spark SQL (what the view reads, and its rows);
+    # with ``changes``, the aggregate in Spark SQL whose changes the view gives.
     sql: str
     interval_join: IntervalJoinSpec | None = None
+    changes: ChangesSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,11 +160,14 @@ class SinkQuery:
     # registered for each batch as ``batch_view``, which ``batch_sql`` reads.
     batch_sql: str | None = None
     batch_view: str | None = None
-    # Spark refuses a stateful operator that reads the rows of one that may emit them behind
-    # the watermark (they could be dropped as late). The planner sets this where that check
-    # is off for the query: an aggregate without event-time keys (which drops no late rows)
-    # reading an interval join in the same query.
-    unchecked_late_rows: bool = False
+    # Spark checks the chain of stateful operators in a query: it refuses one that reads the
+    # rows of an operator that may emit them behind the watermark (they could be dropped as
+    # late), and more than one flatMapGroupsWithState unless the sink takes appended rows
+    # only. The planner sets this where both checks are off for the query, as it built the
+    # chain to be safe: an aggregate without event-time keys (which drops no late rows)
+    # reading an interval join, or an updating aggregate's signed changes, in the same query
+    # (both flatMapGroupsWithState in append mode, whose rows are only ever appended).
+    unchecked_chain: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +203,7 @@ class PipelineProgram:
                     v["name"],
                     v["sql"],
                     IntervalJoinSpec(**v["interval_join"]) if v.get("interval_join") else None,
+                    ChangesSpec(**v["changes"]) if v.get("changes") else None,
                 )
                 for v in raw["views"]
             ],
@@ -195,7 +217,7 @@ class PipelineProgram:
                     updating_ttl_ms=q.get("updating_ttl_ms"),
                     batch_sql=q.get("batch_sql"),
                     batch_view=q.get("batch_view"),
-                    unchecked_late_rows=q.get("unchecked_late_rows", False),
+                    unchecked_chain=q.get("unchecked_chain", False),
                 )
                 for q in raw["queries"]
             ],
