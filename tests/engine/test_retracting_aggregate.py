@@ -86,6 +86,22 @@ def test_other_inner_aggregates_go_through_a_stage(
     assert not _runs_in_one_query(program)
 
 
+def test_two_sinks_may_read_one_aggregate_of_an_aggregate(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Each sink's query runs its own inner aggregate (a stage would have one reader)."""
+    program = Planner(spark, state_dir=tmp_path).plan(
+        EVENTS
+        + "CREATE TABLE out2 WITH (connector = 'blackhole');\n"
+        + 'CREATE VIEW v AS SELECT count(*) AS n, sum(c) AS s FROM (SELECT "user", '
+        + 'count(*) AS c FROM events GROUP BY "user") AS per_user;\n'
+        + "INSERT INTO out SELECT * FROM v;\nINSERT INTO out2 SELECT * FROM v;"
+    )
+    assert len(program.queries) == 2
+    assert all(q.unchecked_chain for q in program.queries)
+    assert not [s for s in program.sources if s.connector == "__stage"]
+
+
 def test_nexmark_q4_runs_unbounded_as_one_query(spark: SparkSession, tmp_path: Path) -> None:
     """The join, each auction's maximum and the average per category, in one streaming query;
     the averages at the sink, replayed, are one row per category (the changes' before-images

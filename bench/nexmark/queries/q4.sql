@@ -1,7 +1,7 @@
 -- Query 4: average closing price per category: per category, the average of each auction's
 -- maximum valid bid, an updating result (as in Flink's q4). The maximum of an open auction
--- changes, so the average retracts what it counted before: the join, the maxima and the
--- average run as three queries, handing rows on through stages (the maxima as change records).
+-- changes, so the average retracts what it counted before: the join, the maxima (as signed
+-- changes, from the retracting aggregate) and the average run in one query.
 INSERT INTO sink
 SELECT Q.category, avg(Q.final) AS avg_price
 FROM (

@@ -375,10 +375,11 @@ class Planner:
                 where = max((state.inserts[s][0][1] for s in sinks), default=0)
                 raise _error(
                     "updating_join_shared",
-                    "an aggregate over an updating result, or over a join without windows "
-                    "that Spark runs (not an interval join: keys of two types, more than two "
-                    "inputs), can feed one query, and two read the same one (repeat the "
-                    "aggregate for each instead of sharing it through a view)",
+                    "an aggregate over a join without windows that Spark runs (not an "
+                    "interval join: keys of two types, more than two inputs), or over an "
+                    "updating result with a HAVING, a DISTINCT count or a sum of decimals, "
+                    "can feed one query, and two read the same one (repeat the aggregate for "
+                    "each instead of sharing it through a view)",
                     state.text.span(where),
                 )
         return needed
