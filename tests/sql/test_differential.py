@@ -383,3 +383,20 @@ def test_an_aggregate_of_an_updating_aggregate_with_having_matches_duckdb() -> N
     )
     assert got == Counter(rows)
     assert rows, "no user has a kind under 250"
+
+
+def test_an_aggregate_over_a_join_of_three_streams_matches_duckdb() -> None:
+    """updating_three_way_join_aggregate: each paid order with each of its customer's events."""
+    db = _events()
+    for table in ("orders", "payments"):
+        db.execute(f"CREATE TABLE {table} AS SELECT * FROM read_json_auto('{INPUTS / table}.json')")
+    rows = db.execute("""
+        SELECT o.customer, count(*), sum(p.paid), count(DISTINCT e.kind)
+        FROM orders AS o JOIN payments AS p ON o.order_id = p.order_id
+        JOIN events AS e ON e."user" = o.customer
+        GROUP BY o.customer""").fetchall()
+    got = Counter(
+        (r["customer"], r["pairs"], r["paid"], r["kinds"])
+        for r in _golden("updating_three_way_join_aggregate")
+    )
+    assert got == Counter(rows)

@@ -2366,6 +2366,13 @@ class _Rewriter:
                 select.append("expressions", exp.column(EVENT_TIME))
             else:
                 times = [exp.column(EVENT_TIME, table=r.alias) for r in with_time]
+                joins = select.args.get("joins") or []
+                if len(times) > 2 and not any(j.args.get("side") for j in joins):
+                    # Inner joins only: the first input's time is never NULL, so it is the
+                    # COALESCE. Spark takes one event-time column per input of a stream-stream
+                    # join (MULTIPLE_EVENT_TIME_COLUMNS): naming the others here would keep both
+                    # of the first join's times in the second join's input.
+                    times = times[:1]
                 select.append(
                     "expressions",
                     exp.alias_(
