@@ -8,6 +8,7 @@ DuckDB); here, which inner aggregates it takes, and Nexmark q4 unbounded."""
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
 from pathlib import Path
@@ -192,3 +193,52 @@ def test_a_key_idle_for_the_ttl_leaves_the_outer_aggregate(
         runner.wait(60)  # the queries stop here: later tests reuse their names
     # While 'idle' was gone, the totals were 'busy's alone.
     assert {"keys": 1, "clicks": n} in seen
+
+
+def test_min_and_max_order_values_as_spark_does(spark: SparkSession, tmp_path: Path) -> None:
+    """Strings by code point (an emoji above U+FFFF sorts after U+FFFD, where Java's UTF-16
+    order puts it before), NaN above every double: the inner minima and maxima, read through
+    the outer aggregate, equal Spark's own batch aggregate over the same rows."""
+    data, out = tmp_path / "t.json", tmp_path / "out.json"
+    values = [("a", 1.5), ("\ufffd", -0.0), ("\U0001f600", 0.0), ("z", -2.0), ("b", 3.0)]
+    data.write_text(
+        "".join(
+            json.dumps({"k": i % 2, "s": s, "d": d, "ts": f"2024-01-01T00:00:{i:02d}"}) + "\n"
+            for i, (s, d) in enumerate(values * 2)
+        )
+    )
+    inner = (
+        "SELECT k, max(s) AS ms, min(s) AS ns, "
+        "max(CASE WHEN d < -1 THEN CAST('NaN' AS DOUBLE) ELSE d END) AS md, min(d) AS nd, "
+        "count(*) AS c FROM t GROUP BY k"
+    )
+    outer = "SELECT ms, ns, md, nd, sum(c) AS c FROM inner_agg GROUP BY ms, ns, md, nd"
+    program = Planner(spark, state_dir=tmp_path / "state").plan(
+        f"CREATE TABLE t (k INT, s TEXT, d DOUBLE, ts TIMESTAMP NOT NULL, WATERMARK FOR ts) "
+        f"WITH (connector = 'single_file', path = '{data}', format = 'json', type = 'source');\n"
+        f"CREATE TABLE out WITH (connector = 'single_file', path = '{out}', "
+        "format = 'debezium_json', type = 'sink');\n"
+        f"CREATE VIEW inner_agg AS {inner};\nINSERT INTO out {outer};"
+    )
+    assert _runs_in_one_query(program)
+    runner = PipelineRunner(spark, program, tmp_path / "state")
+    runner.start()
+    assert runner.wait(timeout=300)
+    got = replay_changes([json.loads(line) for line in out.read_text().splitlines()])
+
+    batch = spark.read.schema("k INT, s STRING, d DOUBLE, ts TIMESTAMP").json(str(data))
+    batch.createOrReplaceTempView("t_batch")
+    spark.sql(inner.replace("FROM t ", "FROM t_batch ")).createOrReplaceTempView("inner_batch")
+    expected = [
+        row.asDict() for row in spark.sql(outer.replace("inner_agg", "inner_batch")).collect()
+    ]
+
+    def normal(rows: list[dict[str, Any]]) -> list[str]:
+        # The JSON sink writes NaN as Spark's to_json does, as the string "NaN".
+        def value(v: Any) -> Any:
+            return "NaN" if isinstance(v, float) and math.isnan(v) else v
+
+        return sorted(repr(sorted((k, value(v)) for k, v in r.items())) for r in rows)
+
+    assert normal(got) == normal(expected)
+    assert {r["ms"] for r in got} == {"\U0001f600"}  # the emoji is each group's maximum

@@ -45,7 +45,10 @@ import org.apache.spark.sql.types.StructType;
  * that no batch updates for that long (processing time, {@code updating_ttl}) is dropped, and
  * its last result retracted: what reads the changes counts only the keys still in state, and
  * a key that comes back counts afresh, once. (A stage of change records, which keeps every
- * key's last row on the driver, retracts it only when the key comes back.)
+ * key's last row on the driver, retracts it only when the key comes back.) As for the interval
+ * join, Spark finds the keys whose timeout has passed by reading the operator's whole state at
+ * every micro-batch, so a TTL long against the rate of new keys pays a scan that grows with
+ * the state.
  */
 public final class RetractingAggregate {
   private RetractingAggregate() {}
@@ -138,7 +141,6 @@ public final class RetractingAggregate {
     }
 
     /** The buffer after {@code value} (not null) is added to {@code current}. */
-    @SuppressWarnings("unchecked")
     Object add(Object current, Object value) {
       switch (kind) {
         case "count":
@@ -146,18 +148,58 @@ public final class RetractingAggregate {
         case "sum":
           if (integral) {
             long v = ((Number) value).longValue();
-            return current == null ? v : Math.addExact((Long) current, v);
+            if (current == null) {
+              return v;
+            }
+            try {
+              return Math.addExact((Long) current, v);
+            } catch (ArithmeticException e) {
+              throw new ArithmeticException(
+                  "sum() overflowed BIGINT: " + current + " + " + v + " (cast the summed "
+                      + "values to DOUBLE or DECIMAL)");
+            }
           }
           return (current == null ? 0.0 : (Double) current) + ((Number) value).doubleValue();
         case "avg":
           return (current == null ? 0.0 : (Double) current) + ((Number) value).doubleValue();
         case "min":
-          return current == null || ((Comparable<Object>) value).compareTo(current) < 0
-              ? value : current;
+          return current == null || compare(value, current) < 0 ? value : current;
         default: // max
-          return current == null || ((Comparable<Object>) value).compareTo(current) > 0
-              ? value : current;
+          return current == null || compare(value, current) > 0 ? value : current;
       }
+    }
+
+    /**
+     * Spark's order of two non-null values of one type: strings by code point (the order of
+     * their UTF-8 bytes, where Java's {@code compareTo} orders UTF-16 units), floating values
+     * with NaN above all and -0.0 equal to 0.0, the rest by their Java order.
+     */
+    @SuppressWarnings("unchecked")
+    static int compare(Object a, Object b) {
+      if (a instanceof String x) {
+        String y = (String) b;
+        int i = 0;
+        int j = 0;
+        while (i < x.length() && j < y.length()) {
+          int cx = x.codePointAt(i);
+          int cy = y.codePointAt(j);
+          if (cx != cy) {
+            return Integer.compare(cx, cy);
+          }
+          i += Character.charCount(cx);
+          j += Character.charCount(cy);
+        }
+        return Boolean.compare(i < x.length(), j < y.length());
+      }
+      if (a instanceof Double x) {
+        double y = (Double) b;
+        return x == y ? 0 : Double.compare(x, y);
+      }
+      if (a instanceof Float x) {
+        float y = (Float) b;
+        return x == y ? 0 : Float.compare(x, y);
+      }
+      return ((Comparable<Object>) a).compareTo(b);
     }
 
     /** The result from the buffer and the count of values it took. */
