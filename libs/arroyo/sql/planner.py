@@ -2139,7 +2139,9 @@ class _Rewriter:
             name, value = projection.alias_or_name, projection.unalias()
             if name == TOUCHED:
                 ttl = True
-            elif value.sql(dialect="spark") in grouped and name not in (KEEP, EVENT_TIME):
+            elif name in (KEEP, EVENT_TIME):
+                return None  # a HAVING's flag; an event time, which the stage's rows drop
+            elif value.sql(dialect="spark") in grouped:
                 keys.append(exp.alias_(value.copy(), name))
             else:
                 kind = _RETRACTING_KINDS.get(type(value))
