@@ -31,7 +31,7 @@ from arroyo.connectors.stage_files import (
 )
 from arroyo.engine.runner import PipelineRunner
 from arroyo.sql.planner import Planner
-from tests.sql.harness import INPUTS, read_output, replay_changes
+from tests.sql.harness import INPUTS, nexmark_q4_sql, read_output, replay_changes
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
@@ -130,15 +130,7 @@ def test_an_unbounded_pipeline_reads_its_stage_as_it_is_written(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     out, state = tmp_path / "out.json", tmp_path / "state"
-    sql = (
-        "CREATE TABLE nexmark WITH (connector = 'nexmark', event_rate = '20000');\n"
-        f"CREATE TABLE out WITH (connector = 'single_file', path = '{out}', "
-        "format = 'debezium_json', type = 'sink');\n"
-        + (Path(__file__).parents[2] / "bench" / "nexmark" / "queries" / "q4.sql")
-        .read_text()
-        .replace("INSERT INTO sink", "INSERT INTO out")
-        .replace("A.auction.category\n)", "A.auction.category HAVING count(*) > 0\n)")
-    )
+    sql = nexmark_q4_sql(out, maxima_having="count(*) > 0")
     program = Planner(spark, state_dir=state).plan(sql)
     assert not program.bounded
     runner = PipelineRunner(spark, program, state)

@@ -14,7 +14,7 @@ from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import PlanningError
 from arroyo.sql.planner import Planner
 from arroyo.testing.kafka import KafkaBroker
-from tests.sql.harness import QUERIES, render
+from tests.sql.harness import QUERIES, kafka_clicks_sql, render
 from tests.waiting import wait_until
 
 
@@ -147,13 +147,8 @@ def test_updating_ttl_drops_the_state_of_idle_keys_only(
     when it comes back; a key updated all along keeps counting."""
     out = tmp_path / "out.json"
     sql = (
-        "SET updating_ttl = INTERVAL '8 seconds';\n"
-        f"CREATE TABLE clicks (k TEXT) WITH (connector = 'kafka', bootstrap_servers = "
-        f"'{kafka_broker.bootstrap_servers}', topic = '{kafka_topic}', type = 'source', "
-        "format = 'json', 'source.offset' = 'earliest');\n"
-        f"CREATE TABLE out WITH (connector = 'single_file', path = '{out}', "
-        "format = 'debezium_json', type = 'sink');\n"
-        "INSERT INTO out SELECT k, count(*) AS n FROM clicks GROUP BY k;"
+        kafka_clicks_sql(kafka_broker.bootstrap_servers, kafka_topic, out, "8 seconds")
+        + "INSERT INTO out SELECT k, count(*) AS n FROM clicks GROUP BY k;"
     )
     program = Planner(spark, state_dir=tmp_path / "state").plan(sql)
     runner = PipelineRunner(spark, program, tmp_path / "state", trigger_interval_ms=200)

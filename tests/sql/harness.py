@@ -109,3 +109,32 @@ def replay_changes(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def as_multiset(rows: list[dict[str, Any]]) -> Counter[str]:
     return Counter(json.dumps(r, sort_keys=True) for r in rows)
+
+
+def nexmark_q4_sql(out: Path, maxima_having: str | None = None) -> str:
+    """Nexmark q4 (bench/nexmark/queries) over the unbounded generator at 20 K events/s, into a
+    debezium_json file at ``out``; ``maxima_having``, a HAVING for its maxima per auction."""
+    query = (HERE.parents[1] / "bench" / "nexmark" / "queries" / "q4.sql").read_text()
+    if maxima_having is not None:
+        grouped = "A.auction.category\n)"
+        assert grouped in query
+        query = query.replace(grouped, f"A.auction.category HAVING {maxima_having}\n)")
+    return (
+        "CREATE TABLE nexmark WITH (connector = 'nexmark', event_rate = '20000');\n"
+        f"CREATE TABLE out WITH (connector = 'single_file', path = '{out}', "
+        "format = 'debezium_json', type = 'sink');\n"
+        + query.replace("INSERT INTO sink", "INSERT INTO out")
+    )
+
+
+def kafka_clicks_sql(bootstrap_servers: str, topic: str, out: Path, ttl: str) -> str:
+    """``SET updating_ttl`` to ``ttl``, a ``clicks (k TEXT)`` table reading JSON from a Kafka
+    topic from its start, and a debezium_json file sink ``out`` at ``out``."""
+    return (
+        f"SET updating_ttl = INTERVAL '{ttl}';\n"
+        f"CREATE TABLE clicks (k TEXT) WITH (connector = 'kafka', bootstrap_servers = "
+        f"'{bootstrap_servers}', topic = '{topic}', type = 'source', "
+        "format = 'json', 'source.offset' = 'earliest');\n"
+        f"CREATE TABLE out WITH (connector = 'single_file', path = '{out}', "
+        "format = 'debezium_json', type = 'sink');\n"
+    )

@@ -2114,7 +2114,9 @@ class _Rewriter:
         not a plain GROUP BY of count, sum, avg, min and max over values the retracting
         aggregate takes (or has a HAVING), returns None: the changes go through a stage
         (_stage_changes)."""
-        from arroyo.engine.build import register_view
+        from pyspark.errors import IllegalArgumentException
+
+        from arroyo.engine.build import changes
 
         from_ = select.args.get("from_") or select.args.get("from")
         assert from_ is not None
@@ -2163,25 +2165,23 @@ class _Rewriter:
         if len(keys) != len(grouped) or named != set(input_.updating or []):
             return None
         spark = self.planner.spark
-        aggregate = spark.sql(inner.sql(dialect="spark")).schema
         feed = inner.copy()
         feed.set("expressions", [*keys, *arguments])
         feed.set("group", None)
-        input_sql = feed.sql(dialect="spark")
-        fed = spark.sql(input_sql).schema
-        for i, (kind, name) in enumerate(zip(kinds, names, strict=True)):
-            result = _retracting_result(kind, fed[f"__a{i}"].dataType.simpleString())
-            if result is None or result != aggregate[name].dataType.simpleString():
-                return None
         ttl_ms = self.state.updating_ttl_us // 1000 if ttl else 0
+        spec = ChangesSpec(feed.sql(dialect="spark"), len(keys), kinds, names, ttl_ms)
+        try:
+            fused = changes(spark, spec)
+        except IllegalArgumentException:
+            return None  # a function or type the retracting aggregate does not take
+        # Its results must have the types Spark's aggregate gives them (the outer query reads
+        # them as it would read Spark's).
+        aggregate = spark.sql(inner.sql(dialect="spark")).schema
+        if any(fused.schema[n].dataType != aggregate[n].dataType for n in names):
+            return None
         name = f"__changes{next(self.state.counter)}"
-        view = ViewSpec(
-            name,
-            inner.sql(dialect="spark"),
-            changes=ChangesSpec(input_sql, len(keys), kinds, names, ttl_ms),
-        )
-        register_view(spark, view)
-        self.state.views.append(view)
+        fused.createOrReplaceTempView(name)
+        self.state.views.append(ViewSpec(name, inner.sql(dialect="spark"), changes=spec))
         self.state.view_windows[name] = None
         self.state.view_updating[name] = None
         self.state.fused_views.add(name)
@@ -2717,23 +2717,6 @@ _RETRACTING_KINDS: dict[type[exp.Expression], str] = {
     exp.Min: "min",
     exp.Max: "max",
 }
-_INTEGRAL = frozenset({"tinyint", "smallint", "int", "bigint"})
-_FLOATING = frozenset({"float", "double"})
-_ORDERED = _INTEGRAL | _FLOATING | {"string", "boolean", "date", "timestamp", "timestamp_ntz"}
-
-
-def _retracting_result(kind: str, argument: str) -> str | None:
-    """The type of an aggregate's result in Arroyo's retracting aggregate (Spark's type for
-    the same aggregate), or None where it does not take the argument's type."""
-    if kind == "count":
-        return "bigint"
-    if kind == "sum" and argument in _INTEGRAL:
-        return "bigint"
-    if kind in ("sum", "avg") and argument in _INTEGRAL | _FLOATING:
-        return "double"
-    if kind in ("min", "max") and (argument in _ORDERED or argument.startswith("decimal(")):
-        return argument
-    return None
 
 
 def _columns(schema: StructType) -> list[tuple[str, str]]:

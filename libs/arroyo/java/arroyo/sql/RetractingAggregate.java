@@ -18,6 +18,7 @@ import org.apache.spark.sql.streaming.GroupStateTimeout;
 import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.DecimalType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
@@ -36,10 +37,10 @@ import org.apache.spark.sql.types.StructType;
  *
  * <p>Functions: {@code count} (of non-null values; the planner passes a constant for
  * {@code count(*)}), {@code sum} (integral values as a long, overflow an error as under ANSI,
- * floating ones as a double), {@code avg} (a double), {@code min} and {@code max} (of any
- * value whose Java form is comparable: numbers, strings, booleans, dates, timestamps). They
- * skip nulls and give null when they saw no value, as Spark's do; the planner leaves any other
- * aggregate to the stage.
+ * floating ones as a double), {@code avg} (a double), {@code min} and {@code max} (of numbers,
+ * decimals, strings, booleans, dates and timestamps). They skip nulls and give null when they
+ * saw no value, as Spark's do. {@link #changes} refuses any other function or type with an
+ * {@code IllegalArgumentException}, and the planner then leaves the aggregate to the stage.
  *
  * <p>State per key: each function's value and its count of non-null values. With a TTL, a key
  * that no batch updates for that long (processing time, {@code updating_ttl}) is dropped, and
@@ -132,7 +133,13 @@ public final class RetractingAggregate {
           break;
         case "min":
         case "max":
-          return new Function(kind, false, input, input);
+          if (integral || floating || input instanceof DecimalType
+              || input.equals(DataTypes.StringType) || input.equals(DataTypes.BooleanType)
+              || input.equals(DataTypes.DateType) || input.equals(DataTypes.TimestampType)
+              || input.equals(DataTypes.TimestampNTZType)) {
+            return new Function(kind, false, input, input);
+          }
+          break;
         default:
           break;
       }
@@ -231,29 +238,23 @@ public final class RetractingAggregate {
     @Override
     public Iterator<Row> call(Row key, Iterator<Row> input, GroupState<Row> state) {
       int n = functions.length;
-      if (state.hasTimedOut()) {
-        // Idle for the TTL: the key leaves, and what it counted with it.
-        Row stored = state.get();
-        Object[] buffers = new Object[2 * n];
-        for (int i = 0; i < 2 * n; i++) {
-          buffers[i] = stored.get(i);
-        }
-        state.remove();
-        return Collections.singletonList(signed(key, results(buffers), -1)).iterator();
-      }
       Object[] buffers = new Object[2 * n];
-      Object[] before = null;
       if (state.exists()) {
         Row stored = state.get();
         for (int i = 0; i < 2 * n; i++) {
           buffers[i] = stored.get(i);
         }
-        before = results(buffers);
       } else {
         for (int i = 0; i < n; i++) {
           buffers[2 * i + 1] = 0L;
         }
       }
+      if (state.hasTimedOut()) {
+        // Idle for the TTL: the key leaves, and what it counted with it.
+        state.remove();
+        return Collections.singletonList(signed(key, results(buffers), -1)).iterator();
+      }
+      Object[] before = state.exists() ? results(buffers) : null;
       while (input.hasNext()) {
         Row row = input.next();
         for (int i = 0; i < n; i++) {
