@@ -26,6 +26,7 @@ from arroyo.sql.program import (
     PipelineProgram,
     TableSpec,
     ViewSpec,
+    WindowAggregateSpec,
     signed_view,
 )
 
@@ -145,6 +146,8 @@ def register_view(spark: SparkSession, view: ViewSpec) -> None:
         interval_join(spark, view.interval_join).createOrReplaceTempView(view.name)
     elif view.changes is not None:
         changes(spark, view.changes).createOrReplaceTempView(view.name)
+    elif view.window_aggregate is not None:
+        window_aggregate(spark, view.window_aggregate).createOrReplaceTempView(view.name)
     else:
         spark.sql(view.sql).createOrReplaceTempView(view.name)
 
@@ -172,20 +175,77 @@ def changes(spark: SparkSession, spec: ChangesSpec) -> DataFrame:
     the JVM."""
     jvm = spark._jvm
     assert jvm is not None
-    gateway = spark.sparkContext._gateway
-    assert gateway is not None
-
-    def strings(values: list[str]) -> Any:
-        array = gateway.new_array(jvm.java.lang.String, len(values))
-        for i, value in enumerate(values):
-            array[i] = value
-        return array
-
     input_ = spark.sql(spec.input_sql)
     result = jvm.arroyo.sql.RetractingAggregate.changes(
-        input_._jdf, spec.keys, strings(spec.kinds), strings(spec.names), spec.ttl_ms, SIGN
+        input_._jdf,
+        spec.keys,
+        _strings(spark, spec.kinds),
+        _strings(spark, spec.names),
+        spec.ttl_ms,
+        SIGN,
     )
     return DataFrame(result, spark)
+
+
+def window_aggregate(spark: SparkSession, spec: WindowAggregateSpec) -> DataFrame:
+    """The partial results of a keyed tumbling or hopping window aggregate
+    (arroyo.sql.program.WindowAggregateSpec), run in the JVM; window_aggregate_results sums
+    them."""
+    jvm = spark._jvm
+    assert jvm is not None
+    input_ = spark.sql(spec.input_sql)
+    result = jvm.arroyo.sql.WindowAggregate.aggregate(
+        input_._jdf,
+        spec.keys,
+        EVENT_TIME,
+        _strings(spark, spec.kinds),
+        spec.width_us,
+        spec.slide_us,
+        spec.buckets,
+    )
+    return DataFrame(result, spark)
+
+
+# Spark's mark of a time window's column, which window_time() requires.
+_TIME_WINDOW = {"spark.timeWindow": True}
+
+
+def window_aggregate_results(partials: DataFrame, spec: WindowAggregateSpec) -> DataFrame:
+    """The rows of a window aggregate from its partial results (WindowAggregate.java): each
+    key's and window's, as Spark's windowed aggregate gives them."""
+    keys = [quote(c) for c in partials.columns[: spec.keys]]
+    results = []
+    for i, (kind, name) in enumerate(zip(spec.kinds, spec.names, strict=True)):
+        value, count = F.col(f"__v{i}"), F.col(f"__n{i}")
+        if kind == "count":
+            result = F.sum(count)
+        elif kind == "sum":
+            result = F.sum(value)
+        elif kind == "min":
+            result = F.min(value)
+        elif kind == "max":
+            result = F.max(value)
+        else:  # avg
+            result = F.sum(value) / F.nullif(F.sum(count), F.lit(0))
+        results.append(result.alias(name))
+    window = F.struct(
+        F.timestamp_micros("__start").alias("start"), F.timestamp_micros("__end").alias("end")
+    ).alias(spec.window, metadata=_TIME_WINDOW)
+    time = F.timestamp_micros(F.col("__end") - 1).alias(EVENT_TIME)
+    rows = partials.groupBy(*keys, "__start", "__end").agg(*results)
+    return rows.select(*keys, window, *(quote(n) for n in spec.names), time).select(
+        *(quote(c) for c in spec.columns)
+    )
+
+
+def _strings(spark: SparkSession, values: list[str]) -> Any:
+    """A Java String[] of ``values``."""
+    jvm, gateway = spark._jvm, spark.sparkContext._gateway
+    assert jvm is not None and gateway is not None
+    array = gateway.new_array(jvm.java.lang.String, len(values))
+    for i, value in enumerate(values):
+        array[i] = value
+    return array
 
 
 def drop_temp_views(spark: SparkSession) -> None:

@@ -14,16 +14,28 @@ from pyspark.sql import DataFrame
 
 from arroyo.connectors.base import LineWriter
 from arroyo.connectors.sinks import batch_in_flight, consume, lines_of
+from arroyo.engine.build import window_aggregate_results
 from arroyo.formats.codec import encode
-from arroyo.sql.program import TableSpec
+from arroyo.sql.program import TableSpec, WindowAggregateSpec
 
 
 class PerBatchQuery:
-    def __init__(self, view: str, sql: str, sink: TableSpec, writer: LineWriter) -> None:
+    """``merge``: the streaming query gives the partial results of Arroyo's window aggregate,
+    which each batch sums into the windows' rows before the query reads them."""
+
+    def __init__(
+        self,
+        view: str,
+        sql: str,
+        sink: TableSpec,
+        writer: LineWriter,
+        merge: WindowAggregateSpec | None = None,
+    ) -> None:
         self.view = view
         self.sql = sql
         self.sink = sink
         self.writer = writer
+        self.merge = merge
         self.reads_twice = sql.count(view) > 1
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
@@ -31,6 +43,8 @@ class PerBatchQuery:
             if self.writer.committed(batch_id):
                 consume(df)
                 return
+            if self.merge is not None:
+                df = window_aggregate_results(df, self.merge)
             if self.reads_twice:
                 # Read twice by one query (a join of windows), the batch must be computed
                 # once: computing it again would run its stateful operators again.

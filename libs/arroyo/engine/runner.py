@@ -226,8 +226,12 @@ class PipelineRunner:
             writer = df.writeStream.foreachBatch(changelog)
         elif spec.batch_sql is not None:
             assert spec.batch_view is not None
+            merge = next(
+                (v.window_aggregate for v in self.program.views if v.name == spec.batch_merge),
+                None,
+            )
             per_batch = PerBatchQuery(
-                spec.batch_view, spec.batch_sql, sink, conn.line_writer(context, sink)
+                spec.batch_view, spec.batch_sql, sink, conn.line_writer(context, sink), merge
             )
             writer = df.writeStream.foreachBatch(per_batch)
         else:

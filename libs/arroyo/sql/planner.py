@@ -48,6 +48,7 @@ from arroyo.sql.program import (
     SinkQuery,
     TableSpec,
     ViewSpec,
+    WindowAggregateSpec,
     signed_view,
 )
 from arroyo.sql.statements import (
@@ -154,6 +155,9 @@ class _State:
     # the chain are off (SinkQuery.unchecked_chain): interval joins under an updating
     # aggregate (_stage_join) and updating aggregates' changes (_fused_changes).
     fused_views: set[str] = field(default_factory=set)
+    # Roots of window-local queries run by Arroyo's window aggregate, and the view that runs
+    # them (see _Rewriter._window_aggregate_root).
+    window_aggregate_roots: dict[str, str] = field(default_factory=dict)
 
 
 def _setting_duration_us(value: str) -> int:
@@ -806,11 +810,13 @@ class Planner:
         )
         batch_input = state.batch_inserts.get(name)
         if batch_input is not None:
+            merge = state.window_aggregate_roots.get(batch_input)
             return SinkQuery(
                 spec,
-                f"SELECT * FROM {quote_name(batch_input)}",
+                f"SELECT * FROM {quote_name(merge or batch_input)}",
                 batch_sql=selects[0],
                 batch_view=batch_view_name(batch_input),
+                batch_merge=merge,
             )
         if keys is None:
             return SinkQuery(spec, " UNION ALL ".join(selects))
@@ -1146,6 +1152,10 @@ class _Rewriter:
         assert root is not None
         reduced = self._top_rows_root(select, sources, root)
         batch_root, root_form = reduced or (root, None)
+        if reduced is None and root not in self.state.window_aggregate_roots:
+            stream = self._window_aggregate_root(root)
+            if stream is not None:
+                self.state.window_aggregate_roots[root] = stream
         self._register_batch_view(batch_root)
         for table in sources:
             assert isinstance(table, exp.Table)
@@ -1157,6 +1167,116 @@ class _Rewriter:
             )
         planned = self._projection(select, relations)
         return _Planned(planned.node, None, None, batch_root)
+
+    def _window_aggregate_root(self, root: str) -> str | None:
+        """A view giving the partial results of ``root``, a keyed tumbling or hopping window
+        aggregate, from Arroyo's window aggregate (WindowAggregateSpec, WindowAggregate.java:
+        state kept per pane of time, where Spark keeps an entry per key and window, reads and
+        writes it in every batch that touches it, and reads its whole state in every batch to
+        find the closed windows). Each micro-batch sums the partial results into the root's
+        rows, so only for a root whose rows go to per-batch queries alone. None where the
+        aggregate is not of that form (count, sum, avg, min and max of plain arguments, grouped
+        by the window and at least one key), or its types are not ones it takes."""
+        from pyspark.errors import IllegalArgumentException
+
+        from arroyo.engine.build import window_aggregate, window_aggregate_results
+
+        view = next((v for v in self.state.views if v.name == root), None)
+        window = self.state.view_windows.get(root)
+        if view is None or window is None or view.interval_join or view.changes:
+            return None
+        window_column, spec = window
+        if spec.kind == "session":
+            return None
+        outer = sqlglot.parse_one(view.sql, read="spark")
+        source = outer.args.get("from_") or outer.args.get("from")
+        if not isinstance(outer, exp.Select) or source is None:
+            return None
+        inner = source.this.this if isinstance(source.this, exp.Subquery) else None
+        group = inner.args.get("group") if isinstance(inner, exp.Select) else None
+        if (
+            not isinstance(inner, exp.Select)
+            or group is None
+            or inner.args.get("having") is not None
+            or inner.args.get("distinct") is not None
+        ):
+            return None
+        call = next(
+            (p.unalias() for p in inner.expressions if p.alias_or_name == _WINDOW_HELPER),
+            None,
+        )
+        if not isinstance(call, exp.Anonymous) or not call.expressions:
+            return None
+        window_sql = call.sql(dialect="spark")
+        grouped = [_resolve_group_item(inner, g).sql(dialect="spark") for g in group.expressions]
+        if grouped.count(window_sql) != 1:
+            return None
+        keys: list[exp.Expr] = []
+        arguments: list[exp.Expr] = []
+        kinds: list[str] = []
+        names: list[str] = []
+        selected: set[str] = set()
+        for projection in inner.expressions:
+            name, value = projection.alias_or_name, projection.unalias()
+            sql = value.sql(dialect="spark")
+            if name == _WINDOW_HELPER or sql == window_sql:
+                continue
+            if sql in grouped:
+                keys.append(exp.alias_(value.copy(), name))
+                selected.add(sql)
+                continue
+            kind = _RETRACTING_KINDS.get(type(value))
+            argument = value.this if kind else None
+            if kind == "count" and (argument is None or isinstance(argument, exp.Star)):
+                argument = exp.Literal.number(1)
+            if (
+                kind is None
+                or argument is None
+                or value.args.get("expressions")
+                or isinstance(argument, exp.Distinct)
+                or argument.find(exp.AggFunc, exp.Window)
+            ):
+                return None
+            arguments.append(exp.alias_(argument.copy(), f"__a{len(arguments)}"))
+            kinds.append(kind)
+            names.append(name)
+        # Keys grouped by but not selected are keys all the same.
+        for i, sql in enumerate(grouped):
+            if sql != window_sql and sql not in selected:
+                keys.append(exp.alias_(sqlglot.parse_one(sql, read="spark"), f"__k{i}"))
+        feed = inner.copy()
+        feed.set(
+            "expressions", [*keys, exp.alias_(call.expressions[0].copy(), EVENT_TIME), *arguments]
+        )
+        feed.set("group", None)
+        spark = self.planner.spark
+        schema = spark.table(quote_name(root)).schema
+        aggregate = WindowAggregateSpec(
+            feed.sql(dialect="spark"),
+            len(keys),
+            kinds,
+            names,
+            window_column,
+            spec.width_us,
+            spec.slide_us,
+            [f.name for f in schema.fields],
+            # Buckets of keys, each pane's state split among them: enough for the tasks to
+            # share the work evenly, few enough that each holds many keys.
+            max(64, 8 * self.planner.parallelism),
+        )
+        try:
+            partials = window_aggregate(spark, aggregate)
+        except IllegalArgumentException:
+            return None  # a function, key or type the window aggregate does not take
+        # Per-batch queries read its rows as they would read Spark's.
+        if _columns(window_aggregate_results(partials, aggregate).schema) != _columns(schema):
+            return None
+        name = f"__window_aggregate{next(self.state.counter)}"
+        partials.createOrReplaceTempView(name)
+        self.state.views.append(ViewSpec(name, view.sql, window_aggregate=aggregate))
+        self.state.view_windows[name] = window
+        self.state.view_updating[name] = None
+        return name
 
     def _batch_form(self, view: str, root_form: exp.Query | None = None) -> exp.Query:
         """A window-local view's query, reading its root's micro-batch instead of the stream

@@ -121,13 +121,36 @@ class ChangesSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class WindowAggregateSpec:
+    """A keyed tumbling or hopping window aggregate run by Arroyo's window aggregate
+    (libs/arroyo/java/arroyo/sql/WindowAggregate.java: one state value per key, holding its
+    open windows). ``input_sql`` gives the group's keys (its first ``keys`` columns), the event
+    time (``_timestamp``, carrying the watermark) and one argument per function of ``kinds``
+    (count, sum, avg, min, max), whose results are named ``names``; the window column is named
+    ``window``; ``columns`` are the aggregate's, in its order. Its state is kept per pane and
+    per one of ``buckets`` buckets of keys. The view gives partial results, which each
+    micro-batch sums into the aggregate's rows (SinkQuery.batch_merge)."""
+
+    input_sql: str
+    keys: int
+    kinds: list[str]
+    names: list[str]
+    window: str
+    width_us: int
+    slide_us: int
+    columns: list[str]
+    buckets: int
+
+
+@dataclass(frozen=True, slots=True)
 class ViewSpec:
     name: str
     # With ``interval_join``, the same join in Spark SQL (what the view reads, and its rows);
-    # with ``changes``, the aggregate in Spark SQL whose changes the view gives.
+    # with ``changes`` or ``window_aggregate``, the aggregate in Spark SQL.
     sql: str
     interval_join: IntervalJoinSpec | None = None
     changes: ChangesSpec | None = None
+    window_aggregate: WindowAggregateSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +191,9 @@ class SinkQuery:
     # reading an interval join, or an updating aggregate's signed changes, in the same query
     # (both flatMapGroupsWithState in append mode, whose rows are only ever appended).
     unchecked_chain: bool = False
+    # The view of Arroyo's window aggregate that ``sql`` reads, whose partial results each
+    # batch sums into the rows ``batch_view`` holds (arroyo.engine.build.window_aggregate).
+    batch_merge: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +230,11 @@ class PipelineProgram:
                     v["sql"],
                     IntervalJoinSpec(**v["interval_join"]) if v.get("interval_join") else None,
                     ChangesSpec(**v["changes"]) if v.get("changes") else None,
+                    (
+                        WindowAggregateSpec(**v["window_aggregate"])
+                        if v.get("window_aggregate")
+                        else None
+                    ),
                 )
                 for v in raw["views"]
             ],
@@ -218,6 +249,7 @@ class PipelineProgram:
                     batch_sql=q.get("batch_sql"),
                     batch_view=q.get("batch_view"),
                     unchecked_chain=q.get("unchecked_chain", False),
+                    batch_merge=q.get("batch_merge"),
                 )
                 for q in raw["queries"]
             ],
