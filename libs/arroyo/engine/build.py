@@ -232,7 +232,8 @@ def window_aggregate_results(partials: DataFrame, spec: WindowAggregateSpec) -> 
         F.timestamp_micros("__start").alias("start"), F.timestamp_micros("__end").alias("end")
     ).alias(spec.window, metadata=_TIME_WINDOW)
     time = F.timestamp_micros(F.col("__end") - 1).alias(EVENT_TIME)
-    rows = partials.groupBy(*keys, "__start", "__end").agg(*results)
+    grouped = partials.groupBy(*keys, "__start", "__end")
+    rows = grouped.agg(*results) if results else grouped.count()  # no functions: distinct rows
     return rows.select(*keys, window, *(quote(n) for n in spec.names), time).select(
         *(quote(c) for c in spec.columns)
     )

@@ -44,8 +44,8 @@ class PerBatchQuery:
                 consume(df)
                 return
             if self.merge is not None:
-                df = window_aggregate_results(df, self.merge)
-            if self.reads_twice:
+                df = _summed(df, self.merge)
+            elif self.reads_twice:
                 # Read twice by one query (a join of windows), the batch must be computed
                 # once: computing it again would run its stateful operators again.
                 df = df.persist()
@@ -59,5 +59,35 @@ class PerBatchQuery:
                 else:
                     self.writer.write(batch_id, lines_of(encode(result, self.sink)))
             finally:
-                if self.reads_twice:
+                if self.reads_twice or self.merge is not None:
                     df.unpersist()
+
+
+# While a window aggregate's partial results are summed: they are nearly one row per key and
+# window (a key's rows rarely fall in two panes), so summing before the shuffle as well as after
+# it halves nothing; and the sums are cached to be read twice, once, so not worth compressing.
+_SUMMING = {
+    "spark.sql.execution.bypassPartialAggregation": "true",
+    "spark.sql.inMemoryColumnarStorage.compressed": "false",
+}
+
+
+def _summed(partials: DataFrame, spec: WindowAggregateSpec) -> DataFrame:
+    """The rows of the window aggregate's batch, summed from its partial results, cached: the
+    query may read them more than once, and computing them again would run the stateful
+    operator again. The settings are the streaming query's own session's (each query has its
+    own) and apply as the sums are planned and cached."""
+    session = partials.sparkSession
+    before: dict[str, str | None] = {key: session.conf.get(key, None) for key in _SUMMING}
+    for key, value in _SUMMING.items():
+        session.conf.set(key, value)
+    try:
+        rows = window_aggregate_results(partials, spec).persist()
+        rows.count()
+    finally:
+        for key, old in before.items():
+            if old is None:
+                session.conf.unset(key)
+            else:
+                session.conf.set(key, old)
+    return rows

@@ -141,7 +141,14 @@ public final class WindowAggregate {
           .add("__s" + i, DataTypes.LongType, false)
           .add("__c" + i, DataTypes.LongType, false);
     }
-    Dataset<Row> slices = input.mapPartitions(
+    // The time as microseconds: a long for each row, not a Timestamp object.
+    Column[] plain = new Column[fields.length];
+    for (int i = 0; i < fields.length; i++) {
+      plain[i] = i == keyCount
+          ? functions.unix_micros(col(time)).as(time)
+          : col(fields[i].name());
+    }
+    Dataset<Row> slices = input.select(plain).mapPartitions(
         new Slices(keyCount, fns, widthUs, slideUs, buckets), Encoders.row(sliceSchema));
     // The time Spark checks for lateness: a marker's window end, and a sum's last window end
     // (a sum whose windows are all closed is dropped whole).
@@ -382,7 +389,7 @@ public final class WindowAggregate {
         if (row.isNullAt(time)) {
           continue;  // no time, no window (Spark's window() is null for it)
         }
-        long t = IntervalJoin.micros(row.get(time));
+        long t = row.getLong(time);
         Object[] keys = new Object[keyCount];
         for (int i = 0; i < keyCount; i++) {
           keys[i] = row.get(i);
