@@ -1157,6 +1157,21 @@ class _Rewriter:
             if stream is not None:
                 self.state.window_aggregate_roots[root] = stream
         self._register_batch_view(batch_root)
+        # A view grouped by the window alone has a row per window the batch closes: sent whole
+        # to each task, it spares shuffling and sorting the other side (q5's counts) to join.
+        per_window = [t.alias_or_name for t in sources if self._grouped_by_window(t.name)]
+        if per_window and len(per_window) < len(sources):
+            select.set(
+                "hint",
+                exp.Hint(
+                    expressions=[
+                        exp.JoinHint(
+                            this="BROADCAST",
+                            expressions=[exp.to_table(exp.to_identifier(a)) for a in per_window],
+                        )
+                    ]
+                ),
+            )
         for table in sources:
             assert isinstance(table, exp.Table)
             table.replace(
@@ -1167,6 +1182,20 @@ class _Rewriter:
             )
         planned = self._projection(select, relations)
         return _Planned(planned.node, None, None, batch_root)
+
+    def _grouped_by_window(self, view: str) -> bool:
+        """Whether ``view`` is a windowed aggregate grouped by its input's window alone."""
+        node = self.state.view_nodes.get(view)
+        source = node.args.get("from_") if isinstance(node, exp.Select) else None
+        inner = source.this.this if source and isinstance(source.this, exp.Subquery) else None
+        group = inner.args.get("group") if isinstance(inner, exp.Select) else None
+        if inner is None or group is None or len(group.expressions) != 1:
+            return False
+        window = next(
+            (p.unalias() for p in inner.expressions if p.alias_or_name == _WINDOW_HELPER), None
+        )
+        grouped = _resolve_group_item(inner, group.expressions[0])
+        return window is not None and grouped.sql(dialect="spark") == window.sql(dialect="spark")
 
     def _window_aggregate_root(self, root: str) -> str | None:
         """A view giving the partial results of ``root``, a keyed tumbling or hopping window
