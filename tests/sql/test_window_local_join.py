@@ -34,6 +34,25 @@ def test_a_join_of_windows_derived_from_one_aggregate_runs_per_batch(
 
 
 @pytest.mark.spark
+@pytest.mark.parametrize("session", [False, True])
+def test_the_maxima_per_window_are_broadcast_to_the_join(
+    spark: SparkSession, tmp_path: Path, session: bool
+) -> None:
+    """The view grouped by the window alone has a row per window the batch closes, so the
+    join takes it whole in each task; not over session windows, which a batch may close by
+    the thousand (one per key), and which Arroyo's window aggregate does not run."""
+    sql = render(QUERIES / "windowed_local_join.sql", Path("/dev/null"))
+    if session:
+        sql = sql.replace(
+            "hop(interval '30 seconds', interval '2 minutes')", "session(interval '30 seconds')"
+        )
+    query = _plan(spark, tmp_path, sql)
+    assert query.batch_sql is not None and query.batch_view == "counts__batch"
+    assert ("/*+ BROADCAST(M) */" in query.batch_sql) is not session
+    assert (query.batch_merge is None) is session
+
+
+@pytest.mark.spark
 @pytest.mark.parametrize(
     ("change", "why"),
     [

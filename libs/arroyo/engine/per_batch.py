@@ -65,7 +65,8 @@ class PerBatchQuery:
 
 # While a window aggregate's partial results are summed: they are nearly one row per key and
 # window (a key's rows rarely fall in two panes), so summing before the shuffle as well as after
-# it halves nothing; and the sums are cached to be read twice, once, so not worth compressing.
+# it reduces nothing; and the sums are cached for one batch's query, which reads them a few
+# times: compressing them costs more than it saves.
 _SUMMING = {
     "spark.sql.execution.bypassPartialAggregation": "true",
     "spark.sql.inMemoryColumnarStorage.compressed": "false",
@@ -81,9 +82,12 @@ def _summed(partials: DataFrame, spec: WindowAggregateSpec) -> DataFrame:
     before: dict[str, str | None] = {key: session.conf.get(key, None) for key in _SUMMING}
     for key, value in _SUMMING.items():
         session.conf.set(key, value)
+    rows = window_aggregate_results(partials, spec).persist()
     try:
-        rows = window_aggregate_results(partials, spec).persist()
         rows.count()
+    except BaseException:
+        rows.unpersist()
+        raise
     finally:
         for key, old in before.items():
             if old is None:

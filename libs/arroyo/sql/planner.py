@@ -1159,19 +1159,19 @@ class _Rewriter:
         self._register_batch_view(batch_root)
         # A view grouped by the window alone has a row per window the batch closes: sent whole
         # to each task, it spares shuffling and sorting the other side (q5's counts) to join.
+        # (Not for session windows, of which a batch may close one per key.)
         per_window = [t.alias_or_name for t in sources if self._grouped_by_window(t.name)]
-        if per_window and len(per_window) < len(sources):
-            select.set(
-                "hint",
-                exp.Hint(
-                    expressions=[
-                        exp.JoinHint(
-                            this="BROADCAST",
-                            expressions=[exp.to_table(exp.to_identifier(a)) for a in per_window],
-                        )
-                    ]
+        window = self.state.view_windows.get(root)
+        if per_window and len(per_window) < len(sources) and window and window[1].kind != "session":
+            hint = select.args.get("hint") or exp.Hint(expressions=[])
+            hint.append(
+                "expressions",
+                exp.JoinHint(
+                    this="BROADCAST",
+                    expressions=[exp.to_table(exp.to_identifier(a)) for a in per_window],
                 ),
             )
+            select.set("hint", hint)
         for table in sources:
             assert isinstance(table, exp.Table)
             table.replace(
@@ -1206,7 +1206,7 @@ class _Rewriter:
         rows, so only for a root whose rows go to per-batch queries alone. None where the
         aggregate is not of that form (count, sum, avg, min and max of plain arguments, grouped
         by the window and at least one key), or its types are not ones it takes."""
-        from pyspark.errors import IllegalArgumentException
+        from pyspark.errors import AnalysisException, IllegalArgumentException
 
         from arroyo.engine.build import window_aggregate, window_aggregate_results
 
@@ -1295,10 +1295,11 @@ class _Rewriter:
         )
         try:
             partials = window_aggregate(spark, aggregate)
-        except IllegalArgumentException:
-            return None  # a function, key or type the window aggregate does not take
-        # Per-batch queries read its rows as they would read Spark's.
-        if _columns(window_aggregate_results(partials, aggregate).schema) != _columns(schema):
+            # Per-batch queries read its rows as they would read Spark's.
+            summed = window_aggregate_results(partials, aggregate)
+        except (IllegalArgumentException, AnalysisException):
+            return None  # a function, key or type it does not take; a name its columns use
+        if _columns(summed.schema) != _columns(schema):
             return None
         name = f"__window_aggregate{next(self.state.counter)}"
         partials.createOrReplaceTempView(name)

@@ -123,13 +123,13 @@ class ChangesSpec:
 @dataclass(frozen=True, slots=True)
 class WindowAggregateSpec:
     """A keyed tumbling or hopping window aggregate run by Arroyo's window aggregate
-    (libs/arroyo/java/arroyo/sql/WindowAggregate.java: one state value per key, holding its
-    open windows). ``input_sql`` gives the group's keys (its first ``keys`` columns), the event
-    time (``_timestamp``, carrying the watermark) and one argument per function of ``kinds``
-    (count, sum, avg, min, max), whose results are named ``names``; the window column is named
-    ``window``; ``columns`` are the aggregate's, in its order. Its state is kept per pane and
-    per one of ``buckets`` buckets of keys. The view gives partial results, which each
-    micro-batch sums into the aggregate's rows (SinkQuery.batch_merge)."""
+    (libs/arroyo/java/arroyo/sql/WindowAggregate.java: state per pane of time, bucket of keys
+    and micro-batch, rather than per key and window). ``input_sql`` gives the group's keys (its
+    first ``keys`` columns), the event time (``_timestamp``, carrying the watermark) and one
+    argument per function of ``kinds`` (count, sum, avg, min, max), whose results are named
+    ``names``; the window column is named ``window``; ``columns`` are the aggregate's, in its
+    order. Its state is split among ``buckets`` buckets of keys. The view gives partial
+    results, which each micro-batch sums into the aggregate's rows (SinkQuery.batch_merge)."""
 
     input_sql: str
     keys: int

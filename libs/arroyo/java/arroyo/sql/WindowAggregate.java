@@ -3,7 +3,6 @@ package arroyo.sql;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
@@ -22,6 +21,7 @@ import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.functions;
+import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.streaming.GroupState;
 import org.apache.spark.sql.streaming.GroupStateTimeout;
 import org.apache.spark.sql.streaming.OutputMode;
@@ -31,7 +31,6 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.MapType;
 import org.apache.spark.sql.types.Metadata;
-import org.apache.spark.sql.types.MetadataBuilder;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
@@ -51,8 +50,10 @@ import org.apache.spark.sql.types.StructType;
  * writes each in every batch that touches it, and reads its whole store in every batch to find
  * the windows the watermark has closed. Here each input partition sums its rows per key and
  * pane, and a micro-batch's sums for a pane are stored as one state value (per bucket of keys,
- * so that the tasks share the work), written once and read at each end of a window the pane
- * belongs to. Nothing is read or written per key.
+ * so that the tasks share the work), written by that batch and read at each end of a window the
+ * pane belongs to, then written again with the ends still to come (Spark stores the timeout
+ * with the value). Nothing is read or written per key, and nothing reads the whole store but
+ * Spark's scan for timeouts, over a few values per bucket.
  *
  * <p>Late rows as in Spark's windowed aggregate: a row counts in its windows that the watermark
  * had not passed before the batch. Each partition tags, per bucket and pane, one marker row with
@@ -107,8 +108,10 @@ public final class WindowAggregate {
     if (keyCount == 0) {
       throw new IllegalArgumentException("a window aggregate without keys stays with Spark");
     }
-    if (slideUs <= 0 || widthUs % slideUs != 0 || buckets <= 0) {
-      throw new IllegalArgumentException("the width must be a multiple of the slide");
+    if (slideUs < 1000 || widthUs % slideUs != 0 || buckets <= 0) {
+      // Event-time timeouts are in milliseconds (and must be positive).
+      throw new IllegalArgumentException(
+          "a slide of at least a millisecond, and a width a multiple of it");
     }
     StructField timeField = fields[keyCount];
     if (!timeField.name().equals(time) || !timeField.dataType().equals(DataTypes.TimestampType)
@@ -124,6 +127,10 @@ public final class WindowAggregate {
     Function[] fns = new Function[kinds.length];
     for (int i = 0; i < kinds.length; i++) {
       fns[i] = Function.of(kinds[i], fields[keyCount + 1 + i].dataType());
+      if (kinds[i].equals("sum") && !fns[i].floating && !SQLConf.get().ansiEnabled()) {
+        // Without ANSI, Spark's sum of BIGINTs wraps around where this one fails.
+        throw new IllegalArgumentException("an integral sum without ANSI stays with Spark");
+      }
     }
 
     // What each partition gives per bucket, pane and batch: markers (the end of a window of
@@ -369,16 +376,16 @@ public final class WindowAggregate {
     private static final long serialVersionUID = 1L;
     private final int keyCount;
     private final boolean longKey;
-    private final Function[] functions;
+    private final Function[] fns;
     private final long widthUs;
     private final long slideUs;
     private final int buckets;
 
-    Slices(int keyCount, boolean longKey, Function[] functions, long widthUs, long slideUs,
+    Slices(int keyCount, boolean longKey, Function[] fns, long widthUs, long slideUs,
         int buckets) {
       this.keyCount = keyCount;
       this.longKey = longKey;
-      this.functions = functions;
+      this.fns = fns;
       this.widthUs = widthUs;
       this.slideUs = slideUs;
       this.buckets = buckets;
@@ -391,7 +398,7 @@ public final class WindowAggregate {
       TaskContext task = TaskContext.get();
       String id = task == null ? null : task.getLocalProperty(BATCH_ID);
       long batch = id == null ? -1 : Long.parseLong(id);
-      int slots = 2 * functions.length;
+      int slots = 2 * fns.length;
       Map<PaneKey, long[]> panes = new HashMap<>();
       LongPanes longPanes = new LongPanes(slots);
       int time = keyCount;
@@ -412,8 +419,8 @@ public final class WindowAggregate {
           }
           partial = panes.computeIfAbsent(new PaneKey(keys, pane), k -> new long[slots]);
         }
-        for (int i = 0; i < functions.length; i++) {
-          functions[i].add(partial, 2 * i, row.get(time + 1 + i));
+        for (int i = 0; i < fns.length; i++) {
+          fns[i].add(partial, 2 * i, row.get(time + 1 + i));
         }
       }
       List<Row> out = new ArrayList<>(panes.size() + longPanes.size + 64);
@@ -530,13 +537,13 @@ public final class WindowAggregate {
     private static final long serialVersionUID = 1L;
     private static final long KEEP_ALL = Long.MAX_VALUE / 4;
     private final int keyCount;
-    private final Function[] functions;
+    private final Function[] fns;
     private final long widthUs;
     private final IntervalJoin.Side sums;
 
-    Panes(int keyCount, Function[] functions, long widthUs, StructType schema) {
+    Panes(int keyCount, Function[] fns, long widthUs, StructType schema) {
       this.keyCount = keyCount;
-      this.functions = functions;
+      this.fns = fns;
       this.widthUs = widthUs;
       this.sums = new IntervalJoin.Side(schema, schema.size() - 1);
     }
@@ -594,17 +601,17 @@ public final class WindowAggregate {
 
     /** A sum's row as the partial result of the window ending at {@code endUs}. */
     private Row partial(Row sum, long endUs) {
-      Object[] values = new Object[keyCount + 2 + 2 * functions.length];
+      Object[] values = new Object[keyCount + 2 + 2 * fns.length];
       for (int i = 0; i < keyCount; i++) {
         values[i] = sum.get(4 + i);
       }
       values[keyCount] = endUs - widthUs;
       values[keyCount + 1] = endUs;
       long[] partial = new long[2];
-      for (int i = 0; i < functions.length; i++) {
+      for (int i = 0; i < fns.length; i++) {
         partial[0] = sum.getLong(4 + keyCount + 2 * i);
         partial[1] = sum.getLong(5 + keyCount + 2 * i);
-        values[keyCount + 2 + 2 * i] = functions[i].value(partial, 0);
+        values[keyCount + 2 + 2 * i] = fns[i].value(partial, 0);
         values[keyCount + 3 + 2 * i] = partial[1];
       }
       return RowFactory.create(values);
