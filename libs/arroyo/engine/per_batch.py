@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame
 from arroyo.connectors.base import LineWriter
 from arroyo.connectors.sinks import batch_in_flight, consume, lines_of
 from arroyo.engine.build import window_aggregate_results
+from arroyo.engine.session import temporary_settings
 from arroyo.formats.codec import encode
 from arroyo.sql.program import TableSpec, WindowAggregateSpec
 
@@ -78,20 +79,11 @@ def _summed(partials: DataFrame, spec: WindowAggregateSpec) -> DataFrame:
     query may read them more than once, and computing them again would run the stateful
     operator again. The settings are the streaming query's own session's (each query has its
     own) and apply as the sums are planned and cached."""
-    session = partials.sparkSession
-    before: dict[str, str | None] = {key: session.conf.get(key, None) for key in _SUMMING}
-    for key, value in _SUMMING.items():
-        session.conf.set(key, value)
-    rows = window_aggregate_results(partials, spec).persist()
-    try:
-        rows.count()
-    except BaseException:
-        rows.unpersist()
-        raise
-    finally:
-        for key, old in before.items():
-            if old is None:
-                session.conf.unset(key)
-            else:
-                session.conf.set(key, old)
+    with temporary_settings(partials.sparkSession, _SUMMING):
+        rows = window_aggregate_results(partials, spec).persist()
+        try:
+            rows.count()
+        except BaseException:
+            rows.unpersist()
+            raise
     return rows

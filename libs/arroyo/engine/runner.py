@@ -49,6 +49,7 @@ from arroyo.engine.session import (
     ROCKSDB_PROVIDER,
     UPDATING_TTL_PREFIX,
     state_rows_counted,
+    temporary_settings,
 )
 from arroyo.errors import JobFailedError
 from arroyo.sql.program import PipelineProgram, SinkQuery
@@ -474,17 +475,8 @@ def _stateful_chain_checks(spark: SparkSession, enabled: bool) -> Iterator[None]
     if enabled:
         yield
         return
-    before = {key: spark.conf.get(key, None) for key in _CHAIN_CHECKS}
-    for key in _CHAIN_CHECKS:
-        spark.conf.set(key, "false")
-    try:
+    with temporary_settings(spark, dict.fromkeys(_CHAIN_CHECKS, "false")):
         yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
 
 
 def _report(

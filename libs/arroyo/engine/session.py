@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -112,3 +114,19 @@ def get_or_create_session(settings: SessionSettings = SessionSettings()) -> Spar
         builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
     session = builder.getOrCreate()
     return session
+
+
+@contextmanager
+def temporary_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
+    """Spark SQL settings of ``spark`` for the work done inside, restored after it."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, old)

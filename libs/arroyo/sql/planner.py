@@ -1254,18 +1254,10 @@ class _Rewriter:
                 keys.append(exp.alias_(value.copy(), name))
                 selected.add(sql)
                 continue
-            kind = _RETRACTING_KINDS.get(type(value))
-            argument = value.this if kind else None
-            if kind == "count" and (argument is None or isinstance(argument, exp.Star)):
-                argument = exp.Literal.number(1)
-            if (
-                kind is None
-                or argument is None
-                or value.args.get("expressions")
-                or isinstance(argument, exp.Distinct)
-                or argument.find(exp.AggFunc, exp.Window)
-            ):
+            plain = _plain_aggregate(value)
+            if plain is None:
                 return None
+            kind, argument = plain
             arguments.append(exp.alias_(argument.copy(), f"__a{len(arguments)}"))
             kinds.append(kind)
             names.append(name)
@@ -2296,18 +2288,10 @@ class _Rewriter:
             elif value.sql(dialect="spark") in grouped:
                 keys.append(exp.alias_(value.copy(), name))
             else:
-                kind = _RETRACTING_KINDS.get(type(value))
-                argument = value.this if kind else None
-                if kind == "count" and (argument is None or isinstance(argument, exp.Star)):
-                    argument = exp.Literal.number(1)
-                if (
-                    kind is None
-                    or argument is None
-                    or value.args.get("expressions")
-                    or isinstance(argument, exp.Distinct)
-                    or argument.find(exp.AggFunc, exp.Window)
-                ):
+                plain = _plain_aggregate(value)
+                if plain is None:
                     return None
+                kind, argument = plain
                 arguments.append(exp.alias_(argument.copy(), f"__a{len(arguments)}"))
                 kinds.append(kind)
                 names.append(name)
@@ -2867,6 +2851,25 @@ _RETRACTING_KINDS: dict[type[exp.Expression], str] = {
     exp.Min: "min",
     exp.Max: "max",
 }
+
+
+def _plain_aggregate(value: exp.Expression) -> tuple[str, exp.Expression] | None:
+    """A call of count, sum, avg, min or max over a plain argument (``count(*)`` counting a
+    constant) as its kind and argument; None for any other expression (DISTINCT, FILTER,
+    several arguments, an aggregate or window inside)."""
+    kind = _RETRACTING_KINDS.get(type(value))
+    argument = value.this if kind else None
+    if kind == "count" and (argument is None or isinstance(argument, exp.Star)):
+        argument = exp.Literal.number(1)
+    if (
+        kind is None
+        or argument is None
+        or value.args.get("expressions")
+        or isinstance(argument, exp.Distinct)
+        or argument.find(exp.AggFunc, exp.Window)
+    ):
+        return None
+    return kind, argument
 
 
 def _columns(schema: StructType) -> list[tuple[str, str]]:
