@@ -18,6 +18,7 @@ from types import FrameType
 from typing import TYPE_CHECKING
 
 from arroyo.cli.services import SERVICES, add_worker_arguments, run_service
+from arroyo.cli.timings import CatalystWork, Timings
 from arroyo.errors import ArroyoError, PlanningError
 from arroyo.logging import configure_logging
 from arroyo.sql.program import PipelineProgram
@@ -25,6 +26,7 @@ from arroyo.sql.program import PipelineProgram
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from arroyo.engine.session import SessionSettings
     from arroyo.udfs import UdfLibrary
 
 
@@ -43,6 +45,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.add_argument("query", help="a .sql file, or - for standard input")
         p.add_argument("--udfs", type=Path, help="a Python file of UDFs (see arroyo_udf)")
         p.add_argument("--parallelism", type=int, default=1)
+        p.add_argument(
+            "--timings",
+            action="store_true",
+            help="print where the time went (JVM start, planning, Spark analyses, batches)",
+        )
     run.add_argument(
         "--state-dir",
         type=Path,
@@ -74,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _migrate(args.config)
     if args.command in SERVICES or args.command == "cluster":
         return run_service(args)
+    timings = Timings(args.timings)
+    timings.mark("python start, imports")
     sql = sys.stdin.read() if args.query == "-" else Path(args.query).read_text()
     source_name = "<stdin>" if args.query == "-" else args.query
     try:
@@ -83,9 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             udfs = load(args.udfs.read_text(), str(args.udfs))
         if args.command == "validate":
-            return _validate(sql, args.parallelism, udfs)
+            return _validate(sql, args.parallelism, udfs, timings)
         real_time_ms = None if args.real_time is None else max(1, round(args.real_time * 1000))
-        return _run(sql, args.parallelism, args.state_dir, udfs, real_time_ms)
+        return _run(sql, args.parallelism, args.state_dir, udfs, timings, real_time_ms=real_time_ms)
     except PlanningError as err:
         for d in err.diagnostics:
             print(d.render(source_name), file=sys.stderr)
@@ -93,6 +102,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ArroyoError as err:
         print(f"error[{err.code}]: {err.message}", file=sys.stderr)
         return 1
+    finally:
+        timings.print()
 
 
 def _migrate(config_path: Path | None) -> int:
@@ -119,20 +130,39 @@ def _migrate(config_path: Path | None) -> int:
 
 
 def _plan(
-    sql: str, parallelism: int, udfs: UdfLibrary | None
+    sql: str,
+    parallelism: int,
+    udfs: UdfLibrary | None,
+    timings: Timings,
+    settings: SessionSettings,
 ) -> tuple[PipelineProgram, SparkSession]:
-    from arroyo.engine.session import SessionSettings, get_or_create_session
+    from arroyo.engine.jars import spark_jars
+    from arroyo.engine.session import get_or_create_session
     from arroyo.sql.planner import Planner
 
-    spark = get_or_create_session(SessionSettings(parallelism=parallelism))
+    spark_jars()
+    timings.mark("jars")
+    spark = get_or_create_session(settings)
+    timings.mark("JVM and SparkSession")
+    before = CatalystWork.read(spark) if timings.enabled else None
     with tempfile.TemporaryDirectory(prefix="arroyo-plan-") as tmp:
         planner = Planner(spark, parallelism=parallelism, state_dir=Path(tmp), udfs=udfs)
         program = planner.plan(sql)
+    if before is not None:
+        timings.mark("planning", _catalyst(CatalystWork.read(spark) - before))
     return program, spark
 
 
-def _validate(sql: str, parallelism: int, udfs: UdfLibrary | None) -> int:
-    program, _ = _plan(sql, parallelism, udfs)
+def _catalyst(work: CatalystWork) -> str:
+    return f"{work.analyses} Spark analyses, {work.rules_s:.2f} s in Catalyst rules"
+
+
+def _validate(sql: str, parallelism: int, udfs: UdfLibrary | None, timings: Timings) -> int:
+    from arroyo.engine.session import SessionSettings
+
+    # Planning alone: the quick-starting JIT (see SessionSettings.fast_start) and a small heap.
+    settings = SessionSettings(parallelism=parallelism, fast_start=True, driver_memory="1g")
+    program, _ = _plan(sql, parallelism, udfs, timings, settings)
     print(describe(program))
     return 0
 
@@ -160,12 +190,16 @@ def _run(
     parallelism: int,
     state_dir: Path | None,
     udfs: UdfLibrary | None,
+    timings: Timings,
+    *,
     real_time_ms: int | None = None,
 ) -> int:
-    from arroyo.engine.runner import PipelineRunner, Progress
+    from arroyo.engine.runner import BatchReport, PipelineRunner, Progress
+    from arroyo.engine.session import SessionSettings
 
     started = time.monotonic()
-    program, spark = _plan(sql, parallelism, udfs)
+    settings = SessionSettings(parallelism=parallelism)
+    program, spark = _plan(sql, parallelism, udfs, timings, settings)
     own_state = state_dir is None
     state = state_dir or Path(tempfile.mkdtemp(prefix="arroyo-state-"))
     live = sys.stderr.isatty()
@@ -179,8 +213,18 @@ def _run(
             )
             sys.stderr.flush()
 
+    batches: list[float] = []
+
+    def on_batch(report: BatchReport) -> None:
+        batches.append(time.monotonic())
+
     runner = PipelineRunner(
-        spark, program, state, on_progress=show, real_time_batch_ms=real_time_ms
+        spark,
+        program,
+        state,
+        on_progress=show,
+        on_batch=on_batch if timings.enabled else None,
+        real_time_batch_ms=real_time_ms,
     )
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -188,8 +232,19 @@ def _run(
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
+    first_output = _note_first_output() if timings.enabled else None
+    before = CatalystWork.read(spark) if timings.enabled else None
     runner.start()
+    if before is not None:
+        timings.mark("query start", _catalyst(CatalystWork.read(spark) - before))
     finished = runner.wait()
+    if batches:
+        timings.mark("first micro-batch committed", at=batches[0])
+        timings.mark(f"{len(batches) - 1} more micro-batches", at=batches[-1])
+    timings.mark("stop")
+    if first_output:
+        age = timings.since_start(first_output[0])
+        timings.note(f"first output row printed {age:.2f} s after the process started")
     if live:
         sys.stderr.write("\n")
     if runner.progress.dropped_bad_records:
@@ -200,6 +255,22 @@ def _run(
     where = "" if own_state else f"; resume with --state-dir {state}"
     print(f"stopped after a checkpoint{where}", file=sys.stderr)
     return 130
+
+
+def _note_first_output() -> list[float]:
+    """Print stdout sinks' rows as they would be, noting when the first ones are printed."""
+    from arroyo.connectors.sinks import route_stdout
+
+    first: list[float] = []
+
+    def route(sink: str, rows: list[str]) -> None:
+        if not first:
+            first.append(time.monotonic())
+        sys.stdout.write("".join(f"{row}\n" for row in rows))
+        sys.stdout.flush()
+
+    route_stdout(route)
+    return first
 
 
 if __name__ == "__main__":

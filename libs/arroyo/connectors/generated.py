@@ -21,14 +21,21 @@ def event_numbers(
     end-of-input marker (``_eoi``), so a run resumed after the end sees the end again.
 
     Normally Spark's ``rate`` source paces the events (a second at a time). When the run caps
-    its batches (tests that stop part-way, throughput benchmarks)
-    ``rate-micro-batch`` gives fixed-size, time-independent batches instead.
+    its batches (tests that stop part-way, throughput benchmarks), or all ``total`` events are
+    due within the first second, ``rate-micro-batch`` gives fixed-size, time-independent
+    batches instead.
     """
     reader = ctx.spark.readStream
-    if ctx.max_records_per_batch:
+    # Spark's rate source counts time in whole seconds, and its first batch is empty: a bounded
+    # stream that is all due within the first second came in the second batch, a second and a
+    # micro-batch late. It comes in the first, with its end marker, from a fixed-size source.
+    rows_per_batch = ctx.max_records_per_batch
+    if rows_per_batch is None and total is not None and total <= events_per_second:
+        rows_per_batch = total + 1
+    if rows_per_batch:
         df = (
             reader.format("rate-micro-batch")
-            .option("rowsPerBatch", ctx.max_records_per_batch)
+            .option("rowsPerBatch", rows_per_batch)
             .option("numPartitions", ctx.parallelism)
             .load()
         )

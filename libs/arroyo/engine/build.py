@@ -250,9 +250,13 @@ def _strings(spark: SparkSession, values: list[str]) -> Any:
 
 
 def drop_temp_views(spark: SparkSession) -> None:
-    for table in spark.catalog.listTables():
-        if table.isTemporary:
-            spark.catalog.dropTempView(table.name)
+    """Drop the session's temporary views (the tables and views of the last plan).
+
+    Read from the session catalog itself: ``spark.catalog.listTables()`` also lists the
+    databases' tables and looks each one up, which took 1.3 s in a fresh JVM, twice a run."""
+    views = spark._jsparkSession.sessionState().catalog().listLocalTempViews("*")
+    for i in range(views.size()):
+        spark.catalog.dropTempView(views.apply(i).table())
 
 
 def end_of_input_sources(df: DataFrame) -> set[str]:

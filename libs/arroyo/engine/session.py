@@ -29,6 +29,7 @@ CHECKPOINT_FILE_MANAGER = "arroyo.state.LocalCheckpointFileManager"
 UPDATING_TTL_PREFIX = "spark.sql.streaming.stateStore.arroyo.updatingTtlMs."
 _TRACK_ROWS = "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows"
 _FAST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss4m"
+_LAUNCHER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,9 @@ class SessionSettings:
     fast_start: bool = False
     # Heap of the JVM this process starts (local mode runs its executors inside it).
     driver_memory: str = "4g"
+    # Set only by ``arroyo.engine.cds``: the JVM writes its class archive here as it exits,
+    # rather than mapping the existing one.
+    class_archive: Path | None = None
 
 
 def state_rows_counted(spark: SparkSession) -> bool:
@@ -106,6 +110,14 @@ def get_or_create_session(settings: SessionSettings = SessionSettings()) -> Spar
     java_options = f"-Dlog4j2.configurationFile=file:{log_config} -Xss64m"
     if settings.fast_start:
         java_options = f"{java_options} {_FAST_JVM_OPTIONS}"
+    from arroyo.engine import cds
+
+    if settings.class_archive is not None:
+        java_options = f"{java_options} {cds.dump_options(settings.class_archive)}"
+    else:
+        java_options = f"{java_options} {cds.use_options()}".rstrip()
+    # spark-submit first runs a small JVM that only prints the driver's command line.
+    os.environ.setdefault("SPARK_LAUNCHER_OPTS", _LAUNCHER_JVM_OPTIONS)
     builder = builder.config("spark.driver.extraJavaOptions", java_options)
     from arroyo.engine.jars import spark_jars
 

@@ -27,6 +27,24 @@ INSERT INTO warm_out SELECT tumble(interval '1 second') AS window, counter % 3 A
 FROM impulse WHERE counter >= 0 GROUP BY window, counter % 3;
 """
 
+# What ``arroyo.engine.cds`` runs to learn which classes a pipeline loads: the sample, and the
+# other common first pipelines (a bare SELECT printed by the driver, an updating aggregate).
+TRAINING_QUERIES = (
+    WARM_UP_QUERY,
+    """
+CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '1000000', message_count = '200',
+                           event_time_interval = '1 second');
+SELECT tumble(interval '1 minute') AS window, count(*) AS events, sum(counter) AS total
+FROM impulse GROUP BY window;
+""",
+    """
+CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '1000000', message_count = '100');
+CREATE TABLE changes WITH (connector = 'blackhole', type = 'sink');
+INSERT INTO changes SELECT counter % 7 AS k, count(*) AS n, max(timestamp) AS last
+FROM impulse GROUP BY counter % 7;
+""",
+)
+
 
 def plan_sample(spark: SparkSession, sql: str = WARM_UP_QUERY) -> bool:
     """Plan the sample query (what a compiler does for each request).

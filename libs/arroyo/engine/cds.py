@@ -1,0 +1,118 @@
+"""A class-data-sharing archive of the classes a pipeline's JVM loads, made once at setup.
+
+A fresh JVM loads, verifies and links some 15,000 classes from pyspark's 280 jars before its
+first micro-batch commits, and that was the largest single part of a cold ``arroyo run``. The
+JDK can instead map those classes, already parsed and verified, from an archive made by an
+earlier run (AppCDS: ``-XX:ArchiveClassesAtExit`` to make it, ``-XX:SharedArchiveFile`` to use
+it). ``scripts/setup`` runs ``python -m arroyo.engine.cds``, which starts a session with the
+first option, plans and runs a small sample of the common paths (a windowed aggregate into a
+sink, a bare SELECT), and lets the JVM write the archive as it exits. Every session this
+package starts afterwards maps it (``arroyo.engine.session``).
+
+What it does not cover: classes loaded by Spark's own class loaders (the connector jars and
+ours, ``spark.jars``) and classes of signed jars (janino, which generates code). The archive is
+named by what the JVM checks it against (the java binary, the class path), so an upgrade of
+either makes a new one rather than a mismatch; a JVM that cannot use an archive runs without
+it, as before, silently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+_SUFFIX = ".jsa"
+# The JVM reports on stdout why it cannot map an archive (another JDK, a moved virtualenv):
+# running without one is the designed fallback, not something a user should read.
+_QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+def archive_path() -> Path | None:
+    """Where this environment's archive is (whether it exists yet or not); None without java."""
+    java = shutil.which("java")
+    if java is None:
+        return None
+    import pyspark
+
+    jars = Path(pyspark.__file__).parent / "jars"
+    digest = hashlib.sha256()
+    for part in (os.path.realpath(java), pyspark.__version__, str(jars)):
+        digest.update(part.encode() + b"\0")
+    for jar in sorted(jars.glob("*.jar")):
+        digest.update(jar.name.encode() + b"\0")
+    return Path(sys.prefix) / "share" / "arroyo" / "cds" / f"spark-{digest.hexdigest()[:16]}.jsa"
+
+
+def use_options() -> str:
+    """JVM options that map the archive, or nothing while there is none (not made yet)."""
+    archive = archive_path()
+    if archive is None or not archive.exists():
+        return ""
+    return f"-XX:SharedArchiveFile={archive} {_QUIET}"
+
+
+def dump_options(target: Path) -> str:
+    return f"-XX:ArchiveClassesAtExit={target} {_QUIET}"
+
+
+def build(*, force: bool = False) -> Path | None:
+    """Make the archive unless it exists (``force``: again). Returns its path, or None where
+    there is no ``java``. Runs the sample in a child process, whose JVM writes the archive as
+    it exits; the archive appears under its final name only once complete."""
+    archive = archive_path()
+    if archive is None:
+        return None
+    if archive.exists() and not force:
+        return archive
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    partial = archive.with_name(f"{archive.stem}.{os.getpid()}.partial")
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "arroyo.engine.cds", "--train", str(partial)],
+            check=True,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+        )
+        if not partial.exists():
+            return None
+        os.replace(partial, archive)
+    finally:
+        partial.unlink(missing_ok=True)
+    for old in archive.parent.glob(f"*{_SUFFIX}"):
+        if old != archive:
+            old.unlink(missing_ok=True)
+    return archive
+
+
+def _train(target: Path) -> None:
+    """Start a session that dumps its classes to ``target`` at exit, run the sample, and wait
+    for the JVM to exit (the dump is written then)."""
+    from arroyo.connectors.sinks import route_stdout
+    from arroyo.engine.session import SessionSettings, get_or_create_session
+    from arroyo.engine.warmup import TRAINING_QUERIES, run_sample
+
+    spark = get_or_create_session(SessionSettings(class_archive=target))
+    route_stdout(lambda sink, rows: None)
+    for sql in TRAINING_QUERIES:
+        if not run_sample(spark, sql):
+            raise SystemExit("the sample pipeline failed: no class archive made")
+    gateway = spark.sparkContext._gateway
+    spark.stop()
+    assert gateway is not None
+    process = gateway.proc
+    # The JVM exits when its standard input closes (pyspark's gateway), and dumps then.
+    gateway.shutdown()
+    process.stdin.close()
+    process.wait(timeout=300)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--train":
+        _train(Path(sys.argv[2]))
+    else:
+        path = build(force="--force" in sys.argv)
+        print(path if path is not None else "no java: no class archive")
