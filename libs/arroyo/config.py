@@ -52,6 +52,9 @@ class ServiceAddress(_Section):
 class ApiConfig(ServiceAddress):
     port: int = 5115
     admin_port: int = 5125
+    # How long a request that compiles (create, validate, preview) waits for a compiler that
+    # does not answer (one still starting Spark) before it is refused with a 503.
+    compiler_wait_s: float = 60.0
 
 
 class ControllerConfig(ServiceAddress):

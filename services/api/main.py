@@ -25,7 +25,14 @@ async def _serve(config: Config) -> None:
     # A cold compiler starts Spark before its first answer.
     compiler = CompilerClient(config.compiler.dial(), timeout_s=120)
     controller = ControllerClient(config.controller.dial())
-    runner = web.AppRunner(create_app(store, compiler, controller, web_root=web_root()))
+    app = create_app(
+        store,
+        compiler,
+        controller,
+        web_root=web_root(),
+        compiler_wait_s=config.api.compiler_wait_s,
+    )
+    runner = web.AppRunner(app)
 
     async def startup(running: RunningService) -> None:
         await runner.setup()

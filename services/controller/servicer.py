@@ -107,6 +107,9 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):  # type
         self.c.jobs_changed()
         return pb.JobsChangedResponse()
 
+    async def ListNodes(self, request: pb.ListNodesRequest, context: Any) -> Any:
+        return pb.ListNodesResponse(nodes=self.c.list_nodes())
+
 
 def _offsets(offsets: Any) -> str:
     import json

@@ -75,12 +75,14 @@ class SparkCompilerServicer(compiler_pb2_grpc.CompilerServiceServicer):
 class ControllerDouble(controller_pb2_grpc.ControllerServiceServicer):
     """A test double of the controller service, serving only what the api calls, so the api's
     tests need no scheduler, nodes or workers: it counts ``JobsChanged``, answers
-    ``GetJobStatus`` for any job, and serves the metrics and output the test put in ``metrics``
-    and ``output`` by job id (an exception in an output list is raised when reached; a job in
-    ``endless`` streams rows until cancelled, which sets ``stream_closed``)."""
+    ``GetJobStatus`` for any job, lists the nodes the test put in ``nodes``, and serves the
+    metrics and output the test put in ``metrics`` and ``output`` by job id (an exception in an
+    output list is raised when reached; a job in ``endless`` streams rows until cancelled, which
+    sets ``stream_closed``)."""
 
     def __init__(self) -> None:
         self.jobs_changed = 0
+        self.nodes: list[controller_pb2.NodeInfo] = []
         self.metrics: dict[str, list[controller_pb2.MetricsSample]] = {}
         self.output: dict[str, list[controller_pb2.SubscribeToOutputResponse | Exception]] = {}
         self.endless: set[str] = set()
@@ -96,6 +98,11 @@ class ControllerDouble(controller_pb2_grpc.ControllerServiceServicer):
         self, request: controller_pb2.GetJobStatusRequest, context: Any
     ) -> controller_pb2.GetJobStatusResponse:
         return controller_pb2.GetJobStatusResponse(job_id=request.job_id, state="Running")
+
+    async def ListNodes(
+        self, request: controller_pb2.ListNodesRequest, context: Any
+    ) -> controller_pb2.ListNodesResponse:
+        return controller_pb2.ListNodesResponse(nodes=self.nodes)
 
     async def GetJobMetrics(
         self, request: controller_pb2.GetJobMetricsRequest, context: Any
@@ -130,6 +137,8 @@ class Env:
     store: Store
     # None when the controller is down.
     controller: ControllerDouble | None
+    # Where the api dials the compiler (nothing listens there when it is down).
+    compiler_address: str
 
     async def create(self, name: str = "p", query: str = QUERY, **fields: Any) -> dict[str, Any]:
         response = await self.client.post(
@@ -148,9 +157,11 @@ async def running_api(
     controller_up: bool = True,
     web_root: Path | None = None,
     extra_routes: Callable[[web.Application], None] | None = None,
+    compiler_wait_s: float = 0.5,
 ) -> AsyncIterator[Env]:
     """The api over a fresh store; ``compiler`` None or ``controller_up`` False leave that
-    service's address unanswered."""
+    service's address unanswered. ``compiler_wait_s``: short, so that a test of a compiler that
+    is down does not wait the minute a deployment waits for one."""
     async with AsyncExitStack() as stack:
         store = await open_store(f"sqlite:///{tmp_path / 'arroyo.db'}")
         stack.push_async_callback(store.close)
@@ -173,11 +184,17 @@ async def running_api(
 
         compiler_client = await stack.enter_async_context(CompilerClient(compiler_address))
         controller_client = await stack.enter_async_context(ControllerClient(controller_address))
-        app = create_app(store, compiler_client, controller_client, web_root=web_root)
+        app = create_app(
+            store,
+            compiler_client,
+            controller_client,
+            web_root=web_root,
+            compiler_wait_s=compiler_wait_s,
+        )
         if extra_routes is not None:
             extra_routes(app)
         client = await stack.enter_async_context(TestClient(TestServer(app)))
-        yield Env(client, store, double)
+        yield Env(client, store, double, compiler_address)
 
 
 def run(tmp_path: Path, scenario: Callable[[Env], Awaitable[None]], **options: Any) -> None:
@@ -436,13 +453,97 @@ def test_an_unexpected_exception_is_a_logged_500_that_reveals_nothing(tmp_path: 
 def test_compiler_down_is_503_and_stores_nothing(tmp_path: Path) -> None:
     async def scenario(env: Env) -> None:
         response = await env.client.post("/api/v1/pipelines", json={"name": "p", "query": QUERY})
-        assert "compiler is unavailable" in await error_of(response, 503)
+        message = await error_of(response, 503)
+        assert "compiler is unavailable" in message
+        assert "did not answer within 0.5 s" in message
         response = await env.client.post("/api/v1/pipelines/validate_query", json={"query": QUERY})
         assert "compiler is unavailable" in await error_of(response, 503)
         assert await env.store.list_pipelines(10) == []
         assert env.controller is not None and env.controller.jobs_changed == 0
 
     run(tmp_path, scenario)
+
+
+# readiness
+
+
+def test_status_says_what_is_not_ready_and_why(tmp_path: Path) -> None:
+    async def scenario(env: Env) -> None:
+        assert env.controller is not None
+        response = await env.client.get("/api/v1/status")
+        assert response.status == 200
+        status = await response.json()
+        services = status["services"]
+        assert status["ready"] is False
+        assert services["controller"] == {"state": "ready", "detail": None}
+        assert services["compiler"]["state"] == "starting"
+        assert "not answering" in services["compiler"]["detail"]
+        assert services["nodes"]["state"] == "starting"
+        assert "no node has registered" in services["nodes"]["detail"]
+        assert (services["nodes"]["count"], services["nodes"]["free_slots"]) == (0, 0)
+
+        env.controller.nodes = [
+            controller_pb2.NodeInfo(node_id="a", address="x:1", task_slots=4, free_slots=3),
+            controller_pb2.NodeInfo(node_id="b", address="x:2", task_slots=2, free_slots=0),
+        ]
+        status = await (await env.client.get("/api/v1/status")).json()
+        nodes = status["services"]["nodes"]
+        assert nodes == {
+            "state": "ready",
+            "detail": None,
+            "count": 2,
+            "task_slots": 6,
+            "free_slots": 3,
+        }
+        # The compiler is still down.
+        assert status["ready"] is False
+
+    run(tmp_path, scenario)
+
+
+def test_status_is_200_with_the_controller_down(tmp_path: Path) -> None:
+    async def scenario(env: Env) -> None:
+        response = await env.client.get("/api/v1/status")
+        assert response.status == 200
+        status = await response.json()
+        assert status["ready"] is False
+        assert status["services"]["controller"]["state"] == "starting"
+        assert status["services"]["nodes"]["state"] == "unknown"
+        assert "controller" in status["services"]["nodes"]["detail"]
+
+    run(tmp_path, scenario, controller_up=False)
+
+
+@pytest.mark.spark
+def test_a_request_waits_for_a_compiler_that_starts_late(
+    tmp_path: Path, compiler: Compiler
+) -> None:
+    async def scenario(env: Env) -> None:
+        assert env.controller is not None
+        env.controller.nodes = [
+            controller_pb2.NodeInfo(node_id="a", address="x:1", task_slots=1, free_slots=1)
+        ]
+        status = await (await env.client.get("/api/v1/status")).json()
+        assert status["services"]["compiler"]["state"] == "starting"
+
+        created = asyncio.create_task(
+            env.client.post("/api/v1/pipelines", json={"name": "early", "query": QUERY})
+        )
+        # Refused at once before; now it is still waiting a second later.
+        done, _ = await asyncio.wait({created}, timeout=1.0)
+        assert not done
+        port = int(env.compiler_address.rsplit(":", 1)[1])
+        add = compiler_pb2_grpc.add_CompilerServiceServicer_to_server
+        async with serving((add, SparkCompilerServicer(compiler)), name="compiler", port=port):
+            response = await created
+            assert response.status == 201, await response.text()
+            status = await (await env.client.get("/api/v1/status")).json()
+            assert status["ready"] is True, status
+        # Gone after it was seen: unavailable, no longer starting.
+        status = await (await env.client.get("/api/v1/status")).json()
+        assert status["services"]["compiler"]["state"] == "unavailable", status
+
+    run(tmp_path, scenario, compiler_wait_s=60)
 
 
 # compiling

@@ -157,7 +157,14 @@ class Cluster:
 
     # the REST API, as a user calls it
 
-    def call(self, method: str, path: str, body: Any = None) -> Any:
+    def call(self, method: str, path: str, body: Any = None, *, timeout: float = 60) -> Any:
+        """The JSON body of a successful call; ``ApiError`` for an error status."""
+        return self.request(method, path, body, timeout=timeout)[1]
+
+    def request(
+        self, method: str, path: str, body: Any = None, *, timeout: float = 60
+    ) -> tuple[int, Any]:
+        """``call``, with the success status too."""
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(
             self.api_url + path,
@@ -166,11 +173,11 @@ class Cluster:
             headers={"content-type": "application/json"},
         )
         try:
-            with urllib.request.urlopen(request, timeout=60) as response:
-                text = response.read()
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                status, text = response.status, response.read()
         except urllib.error.HTTPError as err:
             raise ApiError(err.code, json.loads(err.read() or b"{}")) from None
-        return json.loads(text) if text else None
+        return status, json.loads(text) if text else None
 
     def until(self, what: str, probe: Callable[[], T | None], timeout: float = 180) -> T:
         """Poll ``probe`` until it returns something truthy; fail with the services' logs."""

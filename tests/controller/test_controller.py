@@ -83,3 +83,29 @@ def test_reports_are_routed_by_generation(tmp_path: Path) -> None:
             await store.close()
 
     asyncio.run(scenario())
+
+
+def test_list_nodes_gives_each_nodes_slots_most_free_first(tmp_path: Path) -> None:
+    async def scenario() -> list[tuple[str, int, int]]:
+        store = await open_store(f"sqlite:///{tmp_path / 'a.db'}")
+        await store.migrate()
+        controller = Controller(Config(data_dir=tmp_path), store)
+        add = controller_pb2_grpc.add_ControllerServiceServicer_to_server
+        try:
+            async with (
+                serving((add, ControllerServicer(controller))) as running,
+                ControllerClient(str(running.grpc_address)) as client,
+            ):
+                assert not (await client.list_nodes(pb.ListNodesRequest())).nodes
+                for node_id, slots in (("a", 2), ("b", 4)):
+                    await client.register_node(
+                        pb.RegisterNodeRequest(node_id=node_id, address="x:1", task_slots=slots)
+                    )
+                controller.nodes.assign("b", "worker-1", 3)
+                listed = (await client.list_nodes(pb.ListNodesRequest())).nodes
+                return [(n.node_id, n.task_slots, n.free_slots) for n in listed]
+        finally:
+            await controller.close()
+            await store.close()
+
+    assert asyncio.run(scenario()) == [("a", 2, 2), ("b", 4, 1)]

@@ -23,8 +23,10 @@ async def serving(
     status: Callable[[], Mapping[str, object]] | None = None,
     tracer_provider: TracerProvider | None = None,
     name: str = "test-service",
+    port: int = 0,
 ) -> AsyncIterator[RunningService]:
-    """A running service hosting ``(add_XServicer_to_server, servicer)`` pairs."""
+    """A running service hosting ``(add_XServicer_to_server, servicer)`` pairs, on ``port``
+    (0: a free one)."""
 
     def register(server: Any) -> None:
         for add, servicer in servicers:
@@ -33,7 +35,7 @@ async def serving(
     running = await start(
         name,
         Config(),
-        listen=Listen(),
+        listen=Listen(grpc_port=port),
         register=register,
         status=status,
         tracer_provider=tracer_provider,

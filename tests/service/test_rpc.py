@@ -14,9 +14,18 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from arroyo.errors import ArroyoError, ErrorDomain
-from arroyo.rpc import ControllerClient, RpcError, WorkerClient, channel, status_for
+from arroyo.rpc import (
+    CompilerClient,
+    ControllerClient,
+    RpcError,
+    WorkerClient,
+    channel,
+    status_for,
+)
 from arroyo_rpc.v1 import (
     common_pb2,
+    compiler_pb2,
+    compiler_pb2_grpc,
     controller_pb2,
     controller_pb2_grpc,
     worker_pb2,
@@ -178,6 +187,44 @@ def test_an_unreachable_peer_is_unavailable_and_retryable() -> None:
     err = asyncio.run(scenario())
     assert (err.code, err.domain, err.retryable) == ("unavailable", ErrorDomain.EXTERNAL, True)
     assert err.status == grpc.StatusCode.UNAVAILABLE
+
+
+def test_connected_says_whether_the_peer_can_be_reached() -> None:
+    async def scenario() -> tuple[bool, bool]:
+        async with (
+            serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker())) as up,
+            WorkerClient(str(up.grpc_address)) as reachable,
+            WorkerClient(f"127.0.0.1:{unused_port()}") as unreachable,
+        ):
+            return await reachable.connected(5), await unreachable.connected(0.2)
+
+    assert asyncio.run(scenario()) == (True, False)
+
+
+class Compiler(compiler_pb2_grpc.CompilerServiceServicer):
+    async def ValidateUdfs(
+        self, request: compiler_pb2.ValidateUdfsRequest, context: Any
+    ) -> compiler_pb2.ValidateUdfsResponse:
+        return compiler_pb2.ValidateUdfsResponse(udfs=[compiler_pb2.Udf(name="f")])
+
+
+def test_wait_for_ready_waits_for_a_peer_that_comes_up_within_the_deadline() -> None:
+    async def scenario() -> compiler_pb2.ValidateUdfsResponse:
+        port = unused_port()
+        async with CompilerClient(f"127.0.0.1:{port}") as client:
+            call = asyncio.create_task(
+                client.validate_udfs(
+                    compiler_pb2.ValidateUdfsRequest(), timeout_s=30, wait_for_ready=True
+                )
+            )
+            # Without wait_for_ready the call fails at once (the test above); this one waits.
+            done, _ = await asyncio.wait({call}, timeout=0.5)
+            assert not done
+            servicer = (compiler_pb2_grpc.add_CompilerServiceServicer_to_server, Compiler())
+            async with serving(servicer, port=port):
+                return await call
+
+    assert [udf.name for udf in asyncio.run(scenario()).udfs] == ["f"]
 
 
 def test_a_missed_deadline_is_unavailable_and_retryable() -> None:

@@ -56,11 +56,12 @@ T = TypeVar("T")
 
 class IdleController(controller_pb2_grpc.ControllerServiceServicer):  # type: ignore[misc]
     """The controller service as the api uses it, scheduling nothing: it takes the api's nudges,
-    reports every job Created, serves one metrics sample for any job, and any job's output as
-    OUTPUT_ROWS and then its end."""
+    reports every job Created, lists the nodes the test put in ``nodes`` (none at first), serves
+    one metrics sample for any job, and any job's output as OUTPUT_ROWS and then its end."""
 
     def __init__(self) -> None:
         self.jobs_changed = 0
+        self.nodes: list[controller_pb2.NodeInfo] = []
 
     async def JobsChanged(
         self, request: controller_pb2.JobsChangedRequest, context: Any
@@ -72,6 +73,11 @@ class IdleController(controller_pb2_grpc.ControllerServiceServicer):  # type: ig
         self, request: controller_pb2.GetJobStatusRequest, context: Any
     ) -> controller_pb2.GetJobStatusResponse:
         return controller_pb2.GetJobStatusResponse(job_id=request.job_id, state="Created")
+
+    async def ListNodes(
+        self, request: controller_pb2.ListNodesRequest, context: Any
+    ) -> controller_pb2.ListNodesResponse:
+        return controller_pb2.ListNodesResponse(nodes=self.nodes)
 
     async def GetJobMetrics(
         self, request: controller_pb2.GetJobMetricsRequest, context: Any
@@ -211,6 +217,15 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
     with running_api(tmp_path, spark) as api, browser_page(api.url) as (page, problems):
         page.goto("/")
         expect(page.get_by_role("heading", name="Pipelines")).to_be_visible()
+        # Until a node registers the cluster is not ready, and the page says so and why.
+        banner = page.locator("#cluster-banner")
+        expect(banner).to_contain_text("Arroyo is starting")
+        expect(banner).to_contain_text("nodes starting (no node has registered")
+        api.controller.nodes = [
+            controller_pb2.NodeInfo(node_id="n", address="x:1", task_slots=4, free_slots=4)
+        ]
+        expect(banner).to_be_hidden()
+        expect(banner).to_have_attribute("data-ready", "true")
         expect(page.get_by_text("No pipelines yet")).to_be_visible()
         form = page.locator("#new-form")
         form_alert = page.locator("#form-alert")

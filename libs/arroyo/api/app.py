@@ -16,7 +16,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from arroyo.api.errors import InvalidQueryError, http_status
-from arroyo.api.handlers import Api
+from arroyo.api.handlers import COMPILER_WAIT_S, Api
 from arroyo.api.models import ErrorBody
 from arroyo.api.openapi import openapi_document
 from arroyo.api.routes import ROUTES
@@ -41,6 +41,7 @@ def create_app(
     controller: ControllerClient,
     *,
     web_root: Path | None = None,
+    compiler_wait_s: float = COMPILER_WAIT_S,
 ) -> web.Application:
     """The application serving ``/api/v1`` over ``store`` and the two clients.
 
@@ -49,9 +50,17 @@ def create_app(
     has shut down. With ``web_root``, a directory with the UI's ``index.html`` (else
     ``WebRootError``), its files are served from ``/``, and any other path outside ``/api/``
     that names no file gets ``index.html``, so the UI can route its own paths.
+    ``compiler_wait_s``: how long a request that compiles waits for a compiler that does not
+    answer (one still starting) before it is a 503.
     """
     app = web.Application(middlewares=[error_middleware])
-    api = Api(store, compiler, controller, openapi=openapi_document(ROUTES))
+    api = Api(
+        store,
+        compiler,
+        controller,
+        openapi=openapi_document(ROUTES),
+        compiler_wait_s=compiler_wait_s,
+    )
     for route in ROUTES:
         app.router.add_route(route.method, route.full_path, route.bind(api))
     if web_root is not None:

@@ -35,9 +35,11 @@ from arroyo.api.errors import (
     BadRequestError,
     InvalidQueryError,
     ResourceNotFoundError,
+    ServiceUnavailableError,
     StateConflictError,
     from_rpc,
 )
+from arroyo.api.readiness import Readiness
 from arroyo.api.routing import EVENT_STREAM, Call, describe
 from arroyo.connectors import CONNECTORS, Connector, ConnectorError, connector
 from arroyo.connectors.base import ConnectorOptions, secret_fields
@@ -64,6 +66,8 @@ log = structlog.get_logger(__name__)
 
 # Compiling plans the query with Spark's analyser: ~0.2 s warm, a few seconds on a cold JVM.
 COMPILE_TIMEOUT_S = 30.0
+# How long a compiling request waits for a compiler that does not answer (still starting).
+COMPILER_WAIT_S = 60.0
 # Short: the nudge is best effort, and a request should not wait long on it.
 JOBS_CHANGED_TIMEOUT_S = 2.0
 CONTROLLER_TIMEOUT_S = 5.0
@@ -96,11 +100,14 @@ class Api:
         controller: ControllerClient,
         *,
         openapi: Mapping[str, Any],
+        compiler_wait_s: float = COMPILER_WAIT_S,
     ) -> None:
         self._store = store
         self._compiler = compiler
         self._controller = controller
         self._openapi = openapi
+        self._compiler_wait_s = compiler_wait_s
+        self._readiness = Readiness(compiler, controller)
         self._connectors = m.ConnectorList(data=[_connector_out(c) for c in CONNECTORS])
 
     # meta
@@ -108,6 +115,14 @@ class Api:
     async def ping(self, call: Call[None]) -> m.Pong:
         """Answers as long as the api process serves requests; checks no other service."""
         return m.Pong()
+
+    async def cluster_status(self, call: Call[None]) -> m.ClusterStatus:
+        """Readiness: whether a pipeline can be created and scheduled now (``ready``), and the
+        state of each service the api needs: the controller, the compiler, and the nodes with
+        their task slots. Always a 200, whatever is down; each service not ready says why in
+        ``detail``. Requests that compile wait for a compiler that is still starting, so
+        waiting here first is optional."""
+        return await self._readiness.status()
 
     async def openapi(self, call: Call[None]) -> web.Response:
         """This API's OpenAPI 3.1 document."""
@@ -408,6 +423,14 @@ class Api:
     async def _compile(
         self, query: str, udfs: str, *, parallelism: int
     ) -> compiler_pb2.CompileResponse:
+        # A compiler that is starting (Spark takes a while) is waited for rather than refused,
+        # so a request sent the moment the cluster starts succeeds.
+        if not await self._compiler.connected(self._compiler_wait_s):
+            raise ServiceUnavailableError(
+                f"the compiler is unavailable: it did not answer within "
+                f"{self._compiler_wait_s:g} s (it may still be starting; GET /api/v1/status "
+                "shows each service's state)"
+            )
         # Every profile, not only those the query names: finding those would mean parsing the
         # SQL here, and there are few.
         profiles = [
@@ -418,7 +441,11 @@ class Api:
             query=query, udfs=udfs, parallelism=parallelism, connection_profiles=profiles
         )
         try:
-            return await self._compiler.compile(request, timeout_s=COMPILE_TIMEOUT_S)
+            # wait_for_ready: a compiler restarting between the check and this call is waited
+            # for, within the compile's deadline.
+            return await self._compiler.compile(
+                request, timeout_s=COMPILE_TIMEOUT_S, wait_for_ready=True
+            )
         except RpcError as err:
             raise from_rpc("compiler", err) from err
 

@@ -159,6 +159,43 @@ class Pong(_Response):
     pong: Literal[True] = True
 
 
+ServiceState = Literal["ready", "starting", "unavailable", "unknown"]
+_STATE_DESCRIPTION = (
+    "ready; starting: not yet seen ready by this api (still starting, or never came up); "
+    "unavailable: was ready, no longer answers; unknown: cannot be told (the nodes, while the "
+    "controller does not answer)"
+)
+
+
+class ServiceStatus(_Response):
+    state: ServiceState = Field(description=_STATE_DESCRIPTION)
+    detail: str | None = Field(
+        default=None, description="why it is not ready, or what else to know; null if nothing"
+    )
+
+
+class NodesStatus(ServiceStatus):
+    """The nodes the controller knows: ready once one has registered. A node without free
+    slots does not make the cluster unready: a new job waits in Scheduling for a slot."""
+
+    count: int = Field(description="nodes registered and heartbeating")
+    task_slots: int = Field(description="task slots of all nodes")
+    free_slots: int = Field(description="task slots no job holds")
+
+
+class ClusterServices(_Response):
+    controller: ServiceStatus
+    compiler: ServiceStatus
+    nodes: NodesStatus
+
+
+class ClusterStatus(_Response):
+    ready: bool = Field(
+        description="every service is ready: a pipeline can be created and scheduled now"
+    )
+    services: ClusterServices
+
+
 class GraphNode(_Response):
     id: str
     kind: str = Field(description="source | view | sink")

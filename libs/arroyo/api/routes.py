@@ -15,6 +15,14 @@ _PROFILE = "/connection_profiles/{profile_id}"
 
 ROUTES: tuple[Route[Api, Any], ...] = (
     Route("GET", "/ping", Api.ping, "Check that the api is up", "meta", response=m.Pong),
+    Route(
+        "GET",
+        "/status",
+        Api.cluster_status,
+        "Check whether the cluster can take a pipeline",
+        "meta",
+        response=m.ClusterStatus,
+    ),
     Route("GET", "/openapi.json", Api.openapi, "This document", "meta"),
     Route(
         "POST",

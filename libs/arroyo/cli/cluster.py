@@ -4,23 +4,35 @@ Each service runs as ``arroyo <service>`` with the same configuration, so the cl
 what a deployment runs, only supervised from one terminal. A service that exits unexpectedly is
 started again (after a pause that grows with repeated crashes); Ctrl-C or SIGTERM stops them all:
 SIGTERM first, so the node checkpoints its workers, SIGKILL after a grace period.
+
+Readiness. The cluster says "starting" at once, and its "ready" line (the API's URL) only once
+the api's ``GET /api/v1/status`` says ready: the compiler has started Spark, the controller
+answers and a node has registered, so a pipeline can be created and scheduled. Until then it
+says every half minute which services are not ready and why, while it goes on
+supervising them (a service that crash-loops never makes the cluster ready, and says so).
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from arroyo.config import Config
 
 SERVICES = ("controller", "compiler", "node", "api")
 _GRACE_S = 90.0
 _MAX_BACKOFF_S = 30.0
+_STATUS_POLL_S = 0.5
+_NOT_READY_REPORT_S = 30.0
 
 
 @dataclass
@@ -52,13 +64,20 @@ def run_cluster(config: Config, config_path: Path | None) -> int:
     config.data_dir.mkdir(parents=True, exist_ok=True)
     for service in services:
         service.start()
-    api = config.api
-    print(
-        f"arroyo cluster: API and web UI at http://{api.bind_host}:{api.port}/ "
-        f"(database {config.database_url()}); Ctrl-C stops everything",
-        file=sys.stderr,
-        flush=True,
+    _say(
+        f"starting {', '.join(SERVICES)} (database {config.database_url()}); "
+        "Ctrl-C stops everything"
     )
+    api = config.api
+    local_host = "127.0.0.1" if api.bind_host in ("0.0.0.0", "", "::") else api.bind_host
+    watch = threading.Thread(
+        target=watch_readiness,
+        args=(f"http://{local_host}:{api.port}/api/v1/status", stop),
+        kwargs={"ready_line": f"API and web UI at http://{api.bind_host}:{api.port}/"},
+        name="readiness",
+        daemon=True,
+    )
+    watch.start()
     while not stop.wait(0.5):
         now = time.monotonic()
         for service in services:
@@ -68,17 +87,60 @@ def run_cluster(config: Config, config_path: Path | None) -> int:
                 healthy = now - service.started_at > _MAX_BACKOFF_S
                 service.crashes = 1 if healthy else service.crashes + 1
                 backoff = min(2.0 ** (service.crashes - 1), _MAX_BACKOFF_S)
-                print(
-                    f"arroyo cluster: {service.name} exited with {process.returncode}; "
-                    f"starting it again in {backoff:.0f}s",
-                    file=sys.stderr,
-                    flush=True,
+                _say(
+                    f"{service.name} exited with {process.returncode}; "
+                    f"starting it again in {backoff:.0f}s"
                 )
                 service.process = None
                 service.restart_at = now + backoff
             elif process is None and now >= service.restart_at:
                 service.start()
     return _stop_all(services)
+
+
+def watch_readiness(
+    status_url: str,
+    stop: threading.Event,
+    *,
+    ready_line: str,
+    poll_s: float = _STATUS_POLL_S,
+    report_s: float = _NOT_READY_REPORT_S,
+) -> None:
+    """Poll the api's ``/api/v1/status`` at ``status_url`` every ``poll_s`` until it says ready,
+    then print (to stderr) ``ready_line``; until then, every ``report_s``, what is not ready and
+    why. Returns once ready, or when ``stop`` is set; ``run_cluster`` runs it on a thread."""
+    started = time.monotonic()
+    next_report = started + report_s
+    while not stop.wait(poll_s):
+        ready, why_not = _status(status_url)
+        waited = time.monotonic() - started
+        if ready:
+            _say(f"ready after {waited:.0f}s: {ready_line}")
+            return
+        if time.monotonic() >= next_report:
+            _say(f"not ready after {waited:.0f}s: {why_not}; still waiting")
+            next_report += report_s
+
+
+def _status(url: str) -> tuple[bool, str]:
+    """Whether the cluster is ready and, if not, why: the services' states, or the api's."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            body: dict[str, Any] = json.loads(response.read())
+    except (OSError, ValueError) as err:
+        reason = err.reason if isinstance(err, urllib.error.URLError) else err
+        return False, f"the api is not answering ({reason})"
+    services: dict[str, dict[str, Any]] = body.get("services", {})
+    why_not = [
+        f"{name} {s.get('state')}" + (f" ({s['detail']})" if s.get("detail") else "")
+        for name, s in services.items()
+        if s.get("state") != "ready"
+    ]
+    return bool(body.get("ready")), "; ".join(why_not)
+
+
+def _say(message: str) -> None:
+    print(f"arroyo cluster: {message}", file=sys.stderr, flush=True)
 
 
 def _stop_all(services: list[_Service]) -> int:
@@ -92,5 +154,5 @@ def _stop_all(services: list[_Service]) -> int:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-    print("arroyo cluster: stopped", file=sys.stderr, flush=True)
+    _say("stopped")
     return 0

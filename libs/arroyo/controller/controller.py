@@ -176,6 +176,19 @@ class Controller:
                 self._lose(ctx, f"worker {ctx.status.worker_id} exited")
         return True
 
+    def list_nodes(self) -> list[pb.NodeInfo]:
+        """The live nodes, most free slots first."""
+        nodes = sorted(self.nodes.nodes.values(), key=lambda n: (-n.free_slots, n.node_id))
+        return [
+            pb.NodeInfo(
+                node_id=n.node_id,
+                address=n.address,
+                task_slots=n.task_slots,
+                free_slots=max(0, n.free_slots),
+            )
+            for n in nodes
+        ]
+
     # workers
 
     def context(self, ref: common.JobRef) -> JobContext:

@@ -4,17 +4,22 @@ One class per service, one method per rpc, taking and returning the generated me
 client is made on the event loop that uses it, from an address (``host:port``; the client opens
 and, on ``close``, closes its own channel) or from a channel of ``arroyo.rpc.channel`` (shared;
 its owner closes it). Unary methods carry a deadline, ``timeout_s`` of the client (10 s unless
-given) or of the call; streams have none. Every failure is an ``arroyo.rpc.RpcError`` with the
-remote error's code, domain and retry hint (``arroyo.rpc.status``); an unreachable peer or a
-missed deadline is code ``unavailable``, domain external, retryable.
+given) or of the call; streams have none. A unary call fails at once when the peer cannot be
+reached, unless made with ``wait_for_ready=True``: it then waits, within its deadline, for the
+peer to come up (a service still starting). ``connected`` asks whether the peer can be reached
+now, without a call. Every failure is an ``arroyo.rpc.RpcError`` with the remote error's code,
+domain and retry hint (``arroyo.rpc.status``); an unreachable peer or a missed deadline is code
+``unavailable``, domain external, retryable.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator
 from types import TracebackType
 from typing import Any, Self, TypeVar, cast
 
+import grpc
 import grpc.aio
 from google.protobuf.message import Message
 
@@ -60,12 +65,30 @@ class _Client:
     ) -> None:
         await self.close()
 
+    async def connected(self, timeout_s: float) -> bool:
+        """Whether the channel is connected to the peer, dialling it if need be and waiting up
+        to ``timeout_s`` for the connection. True means the peer's gRPC server accepts
+        connections, not that any rpc will succeed; a peer that came up is noticed at the
+        channel's next reconnection attempt (``arroyo.rpc.channel``: at most 5 s apart)."""
+        if self._channel.get_state(try_to_connect=True) == grpc.ChannelConnectivity.READY:
+            return True
+        try:
+            await asyncio.wait_for(self._channel.channel_ready(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
     async def _unary(
-        self, rpc: Any, request: Message, response: type[R], timeout_s: float | None
+        self,
+        rpc: Any,
+        request: Message,
+        response: type[R],
+        timeout_s: float | None,
+        wait_for_ready: bool = False,
     ) -> R:
         # `response` is for the type checker: the stub's deserializer already makes one.
         timeout = self.timeout_s if timeout_s is None else timeout_s
-        return cast(R, await call(rpc(request, timeout=timeout)))
+        return cast(R, await call(rpc(request, timeout=timeout, wait_for_ready=wait_for_ready)))
 
     async def _stream(
         self, rpc: Any, request: Message, response: type[R]
@@ -90,17 +113,29 @@ class CompilerClient(_Client):
         self._stub = compiler_pb2_grpc.CompilerServiceStub(self._channel)
 
     async def compile(
-        self, request: compiler_pb2.CompileRequest, *, timeout_s: float | None = None
+        self,
+        request: compiler_pb2.CompileRequest,
+        *,
+        timeout_s: float | None = None,
+        wait_for_ready: bool = False,
     ) -> compiler_pb2.CompileResponse:
         return await self._unary(
-            self._stub.Compile, request, compiler_pb2.CompileResponse, timeout_s
+            self._stub.Compile, request, compiler_pb2.CompileResponse, timeout_s, wait_for_ready
         )
 
     async def validate_udfs(
-        self, request: compiler_pb2.ValidateUdfsRequest, *, timeout_s: float | None = None
+        self,
+        request: compiler_pb2.ValidateUdfsRequest,
+        *,
+        timeout_s: float | None = None,
+        wait_for_ready: bool = False,
     ) -> compiler_pb2.ValidateUdfsResponse:
         return await self._unary(
-            self._stub.ValidateUdfs, request, compiler_pb2.ValidateUdfsResponse, timeout_s
+            self._stub.ValidateUdfs,
+            request,
+            compiler_pb2.ValidateUdfsResponse,
+            timeout_s,
+            wait_for_ready,
         )
 
 
@@ -234,6 +269,13 @@ class ControllerClient(_Client):
     ) -> controller_pb2.JobsChangedResponse:
         return await self._unary(
             self._stub.JobsChanged, request, controller_pb2.JobsChangedResponse, timeout_s
+        )
+
+    async def list_nodes(
+        self, request: controller_pb2.ListNodesRequest, *, timeout_s: float | None = None
+    ) -> controller_pb2.ListNodesResponse:
+        return await self._unary(
+            self._stub.ListNodes, request, controller_pb2.ListNodesResponse, timeout_s
         )
 
 

@@ -280,3 +280,25 @@ class JobsChangedRequest(_message.Message):
 class JobsChangedResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
+
+class ListNodesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class NodeInfo(_message.Message):
+    __slots__ = ("node_id", "address", "task_slots", "free_slots")
+    NODE_ID_FIELD_NUMBER: _ClassVar[int]
+    ADDRESS_FIELD_NUMBER: _ClassVar[int]
+    TASK_SLOTS_FIELD_NUMBER: _ClassVar[int]
+    FREE_SLOTS_FIELD_NUMBER: _ClassVar[int]
+    node_id: str
+    address: str
+    task_slots: int
+    free_slots: int
+    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ..., task_slots: _Optional[int] = ..., free_slots: _Optional[int] = ...) -> None: ...
+
+class ListNodesResponse(_message.Message):
+    __slots__ = ("nodes",)
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[NodeInfo]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[NodeInfo, _Mapping]]] = ...) -> None: ...

@@ -115,6 +115,11 @@ class ControllerServiceStub:
                 request_serializer=arroyo__rpc_dot_v1_dot_controller__pb2.JobsChangedRequest.SerializeToString,
                 response_deserializer=arroyo__rpc_dot_v1_dot_controller__pb2.JobsChangedResponse.FromString,
                 _registered_method=True)
+        self.ListNodes = channel.unary_unary(
+                '/arroyo_rpc.v1.ControllerService/ListNodes',
+                request_serializer=arroyo__rpc_dot_v1_dot_controller__pb2.ListNodesRequest.SerializeToString,
+                response_deserializer=arroyo__rpc_dot_v1_dot_controller__pb2.ListNodesResponse.FromString,
+                _registered_method=True)
 
 
 class ControllerServiceServicer:
@@ -221,6 +226,13 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListNodes(self, request, context):
+        """The api: the live nodes and their task slots (the cluster's readiness).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ControllerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -303,6 +315,11 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.JobsChanged,
                     request_deserializer=arroyo__rpc_dot_v1_dot_controller__pb2.JobsChangedRequest.FromString,
                     response_serializer=arroyo__rpc_dot_v1_dot_controller__pb2.JobsChangedResponse.SerializeToString,
+            ),
+            'ListNodes': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListNodes,
+                    request_deserializer=arroyo__rpc_dot_v1_dot_controller__pb2.ListNodesRequest.FromString,
+                    response_serializer=arroyo__rpc_dot_v1_dot_controller__pb2.ListNodesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -738,6 +755,33 @@ class ControllerService:
             '/arroyo_rpc.v1.ControllerService/JobsChanged',
             arroyo__rpc_dot_v1_dot_controller__pb2.JobsChangedRequest.SerializeToString,
             arroyo__rpc_dot_v1_dot_controller__pb2.JobsChangedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListNodes(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/arroyo_rpc.v1.ControllerService/ListNodes',
+            arroyo__rpc_dot_v1_dot_controller__pb2.ListNodesRequest.SerializeToString,
+            arroyo__rpc_dot_v1_dot_controller__pb2.ListNodesResponse.FromString,
             options,
             channel_credentials,
             insecure,

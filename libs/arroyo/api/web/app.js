@@ -629,6 +629,34 @@ for (const button of document.querySelectorAll("#detail-view [data-action]")) {
   button.addEventListener("click", () => act(button.dataset.action));
 }
 
+// ---- the cluster's readiness: a banner while GET /status says it is not ready
+
+// Once ready, the status is still looked at now and then, to say so if a service goes away.
+const READY_POLL_MS = 15000;
+
+async function watchReadiness() {
+  const banner = $("cluster-banner");
+  let ready = false;
+  try {
+    const status = await api("GET", "/status");
+    ready = status.ready;
+    const waiting = Object.entries(status.services).filter(([, svc]) => svc.state !== "ready");
+    const why = waiting
+      .map(([name, svc]) => `${name} ${svc.state}${svc.detail ? ` (${svc.detail})` : ""}`)
+      .join("; ");
+    if (ready) hide(banner);
+    else if (waiting.some(([, svc]) => svc.state === "unavailable")) {
+      showText(banner, `Not ready: ${why}.`);
+    } else {
+      showText(banner, `Arroyo is starting: ${why}. A pipeline created now waits for it.`);
+    }
+  } catch (err) {
+    showText(banner, `Not ready: ${err.message}.`);
+  }
+  banner.dataset.ready = String(ready);
+  setTimeout(watchReadiness, ready ? READY_POLL_MS : POLL_MS);
+}
+
 // ---- routing
 
 let view = null;
@@ -662,3 +690,4 @@ function route() {
 
 window.addEventListener("hashchange", route);
 route();
+watchReadiness();
