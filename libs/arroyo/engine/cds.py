@@ -9,11 +9,12 @@ first option, plans and runs a small sample of the common paths (a windowed aggr
 sink, a bare SELECT), and lets the JVM write the archive as it exits. Every session this
 package starts afterwards maps it (``arroyo.engine.session``).
 
-What it does not cover: classes loaded by Spark's own class loaders (the connector jars and
-ours, ``spark.jars``) and classes of signed jars (janino, which generates code). The archive is
-named by what the JVM checks it against (the java binary, the class path), so an upgrade of
-either makes a new one rather than a mismatch; a JVM that cannot use an archive runs without
-it, as before, silently.
+In local mode the connector jars and ours are on the JVM's own class path (not Spark's
+``spark.jars``), so the archive covers them too. It does not cover classes of signed jars
+(janino, which generates code) nor classes generated at run time. The archive is named by
+what the JVM checks it against (the java binary, the class path, our jar's build), so a change
+of any makes setup build a new one rather than a mismatch; a JVM that cannot use an archive
+(one made before our Java changed, say, until setup runs again) runs without it, silently.
 """
 
 from __future__ import annotations
@@ -38,12 +39,14 @@ def archive_path() -> Path | None:
         return None
     import pyspark
 
+    from arroyo.engine.jars import spark_jars
+
     jars = Path(pyspark.__file__).parent / "jars"
     digest = hashlib.sha256()
     for part in (os.path.realpath(java), pyspark.__version__, str(jars)):
         digest.update(part.encode() + b"\0")
-    for jar in sorted(jars.glob("*.jar")):
-        digest.update(jar.name.encode() + b"\0")
+    for jar in [*sorted(jars.glob("*.jar")), *spark_jars()]:
+        digest.update(str(jar).encode() + b"\0")
     return Path(sys.prefix) / "share" / "arroyo" / "cds" / f"spark-{digest.hexdigest()[:16]}.jsa"
 
 

@@ -122,7 +122,11 @@ def get_or_create_session(settings: SessionSettings = SessionSettings()) -> Spar
     from arroyo.engine.jars import spark_jars
 
     jars = spark_jars()
-    if jars:
+    if master.startswith("local"):
+        # Executors run in this JVM: the jars go on its own class path, where the class archive
+        # covers them and no task fetches them, rather than to a class loader of Spark's.
+        builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(map(str, jars)))
+    elif jars:
         builder = builder.config("spark.jars", ",".join(str(j) for j in jars))
     session = builder.getOrCreate()
     return session
