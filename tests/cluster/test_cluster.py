@@ -14,7 +14,7 @@ import pytest
 
 from tests.cluster.harness import ApiError, Cluster, fresh_postgres_database, running_cluster
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("cluster")]
 
 # 100 events per second of event time, one per 10 ms: every one-second window counts 100.
 WINDOWED = """
@@ -29,17 +29,19 @@ FROM impulse GROUP BY window;
 """
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+@pytest.fixture(scope="module", params=["sqlite", "postgres"])
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    """One cluster per database for the module's tests (a start is four services, two JVMs and
+    a warm worker): each test works in pipelines of its own, and one that kills a service
+    starts it again before it ends."""
+    root = tmp_path_factory.mktemp(f"cluster-{request.param}")
     if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'arroyo.db'}"
-    server: str = request.getfixturevalue("postgres_url")
-    return fresh_postgres_database(server)
-
-
-@pytest.fixture
-def cluster(tmp_path: Path, database_url: str) -> Iterator[Cluster]:
-    with running_cluster(tmp_path, database_url) as c:
+        database_url = f"sqlite:///{root / 'arroyo.db'}"
+    else:
+        database_url = fresh_postgres_database(request.getfixturevalue("postgres_url"))
+    with running_cluster(root, database_url) as c:
         yield c
 
 
@@ -181,10 +183,11 @@ def test_bad_queries_and_failing_jobs_reach_the_user(cluster: Cluster, tmp_path:
     bad = "CREATE TABLE t WITH (connector = 'impulse', event_rate = '1');\nSELEC * FROM t;"
     result = cluster.call("POST", "/pipelines/validate_query", {"query": bad})
     assert result["errors"] and result["errors"][0]["line"] == 2
+    before = cluster.call("GET", "/pipelines")["data"]
     with pytest.raises(ApiError) as refused:
         cluster.call("POST", "/pipelines", {"name": "bad", "query": bad})
     assert refused.value.status == 400
-    assert cluster.call("GET", "/pipelines")["data"] == []
+    assert cluster.call("GET", "/pipelines")["data"] == before
 
     # A job whose input is bad data with bad_data = 'fail' fails, and says why.
     source = tmp_path / "in.json"

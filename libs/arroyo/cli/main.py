@@ -8,9 +8,11 @@ fails.
 from __future__ import annotations
 
 import argparse
+import importlib
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,6 +30,8 @@ if TYPE_CHECKING:
 
     from arroyo.engine.session import SessionSettings
     from arroyo.udfs import UdfLibrary
+
+_PLANNING_MODULES = "arroyo.sql.planner"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -138,12 +142,19 @@ def _plan(
 ) -> tuple[PipelineProgram, SparkSession]:
     from arroyo.engine.jars import spark_jars
     from arroyo.engine.session import get_or_create_session
-    from arroyo.sql.planner import Planner
 
     spark_jars()
     timings.mark("jars")
+    # The planner's modules (sqlglot among them) load while this thread waits for the JVM.
+    # The fork that starts the JVM is safe beside it: CPython holds its import lock across a
+    # fork, and the child runs no Python before it execs.
+    imports = threading.Thread(target=importlib.import_module, args=(_PLANNING_MODULES,))
+    imports.start()
     spark = get_or_create_session(settings)
-    timings.mark("JVM and SparkSession")
+    imports.join()
+    timings.mark("JVM and SparkSession, planner imported beside it")
+    from arroyo.sql.planner import Planner
+
     before = CatalystWork.read(spark) if timings.enabled else None
     with tempfile.TemporaryDirectory(prefix="arroyo-plan-") as tmp:
         planner = Planner(spark, parallelism=parallelism, state_dir=Path(tmp), udfs=udfs)

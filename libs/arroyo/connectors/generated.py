@@ -6,7 +6,7 @@ import json
 import time
 from pathlib import Path
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from arroyo.connectors.base import ReadContext
@@ -16,9 +16,10 @@ def event_numbers(
     ctx: ReadContext,
     events_per_second: float,
     total: int | None,
-) -> DataFrame:
-    """``value`` (0, 1, 2, ...) at the given rate; after ``total`` events, every row is an
-    end-of-input marker (``_eoi``), so a run resumed after the end sees the end again.
+) -> tuple[DataFrame, Column]:
+    """``value`` (0, 1, 2, ...) at the given rate, and whether a row is an end-of-input marker
+    (``_eoi``, for the caller's projection): after ``total`` events every row is one, so a run
+    resumed after the end sees the end again.
 
     Normally Spark's ``rate`` source paces the events (a second at a time). When the run caps
     its batches (tests that stop part-way, throughput benchmarks), or all ``total`` events are
@@ -46,9 +47,10 @@ def event_numbers(
             .option("numPartitions", ctx.parallelism)
             .load()
         )
-    # One projection: every layer of the source's plan is optimized again in every micro-batch.
+    # The caller projects once: every layer of the source's plan is analysed at start and
+    # optimized again in every micro-batch.
     eoi = F.lit(False) if total is None else F.col("value") >= total
-    return df.select("value", eoi.alias("_eoi"))
+    return df, eoi
 
 
 def start_time_ms(state_dir: Path) -> int:

@@ -64,13 +64,15 @@ class ImpulseConnector(Connector):
         opts = ImpulseOptions.model_validate(table.options)
         subtasks = ctx.parallelism
         total = opts.message_count * subtasks if opts.message_count else None
-        events = event_numbers(ctx, opts.event_rate, total)
+        events, eoi = event_numbers(ctx, opts.event_rate, total)
         start_us = start_time_ms(ctx.state_dir) * 1000
         step_us = opts.event_time_interval or round(1e6 * subtasks / opts.event_rate)
         counter = F.floor(F.col("value") / subtasks).cast("BIGINT")
+        timestamp = F.timestamp_micros(F.lit(start_us) + counter * F.lit(step_us))
         return events.select(
             counter.alias("counter"),
             F.pmod(F.col("value"), F.lit(subtasks)).cast("BIGINT").alias("subtask_index"),
-            F.timestamp_micros(F.lit(start_us) + counter * F.lit(step_us)).alias("timestamp"),
-            F.col("_eoi"),
-        ).withColumn("_source_time", F.col("timestamp"))
+            timestamp.alias("timestamp"),
+            eoi.alias("_eoi"),
+            timestamp.alias("_source_time"),
+        )
