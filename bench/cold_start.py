@@ -19,7 +19,8 @@ other (never side by side):
 
 The ratio is ours / the streaming peer (the same engine doing the same streaming work); the
 batch peer is printed beside it as the floor of any Spark job. Every process's output is
-checked to be the same ten windows, so no one wins by doing less. ``--timings`` also prints
+checked to count the same 600 events with the same sum of counters, so no one wins by doing
+less. ``--timings`` also prints
 ``arroyo run --timings``' breakdown of one more run.
 """
 
@@ -147,7 +148,7 @@ def main() -> None:
             check=True,
             cwd=ROOT,
         )
-        print(done.stderr[done.stderr.index("timings") :].rstrip())
+        print(done.stderr[done.stderr.find("timings") :].rstrip())
 
 
 if __name__ == "__main__":

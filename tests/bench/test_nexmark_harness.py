@@ -67,7 +67,7 @@ def test_a_pipeline_of_stages_is_measured_until_its_last_stage_is_read(tmp_path:
 def test_latency_figures(tmp_path: Path) -> None:
     out = tmp_path / "latency.json"
     _harness(
-        "--latency", "--rates", "2000", "--seconds", "6", "--warmup", "2", "--real-time", "5",
+        "--latency", "--rates", "2000", "--seconds", "8", "--warmup", "2", "--real-time", "5",
         "--json", str(out),
     )  # fmt: skip
     figures = json.loads(out.read_text())["latency"]

@@ -16,7 +16,7 @@ import pytest
 
 from tests.cluster.harness import SERVICES, Cluster
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("cluster")]
 
 
 def children(pid: int) -> dict[int, str]:

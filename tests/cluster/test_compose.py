@@ -75,6 +75,7 @@ def localise(
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.xdist_group("cluster")
 def test_compose_services_run_a_pipeline_as_local_processes(
     tmp_path: Path, postgres_url: str
 ) -> None:

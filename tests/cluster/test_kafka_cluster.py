@@ -17,7 +17,12 @@ from arroyo.testing.kafka import KafkaBroker
 from tests.cluster.harness import Cluster, running_cluster
 from tests.cluster.test_cluster import worker_pid
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.kafka]
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.slow,
+    pytest.mark.kafka,
+    pytest.mark.xdist_group("cluster"),
+]
 
 # Event time: 100 events a second (one per 10 ms), so every one-second window counts 100.
 PIPELINE = """

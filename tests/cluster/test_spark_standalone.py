@@ -15,7 +15,7 @@ import pytest
 from tests.cluster.harness import free_port, running_cluster
 from tests.waiting import wait_until
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("cluster")]
 
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
 

@@ -91,8 +91,8 @@ def test_keys_of_different_types_are_left_to_spark(spark: SparkSession, tmp_path
 def test_the_pairs_are_those_of_the_batch_join(
     spark: SparkSession, tmp_path: Path, resume_part_way: bool
 ) -> None:
-    """Three rows a micro-batch (the watermark passing rows of both sides between batches),
-    and once stopped after two batches and resumed from the checkpoint."""
+    """Straight through, and once stopped after two batches of four rows (the watermark
+    passing rows of both sides between them) and resumed from the checkpoint."""
     out = tmp_path / "out.json"
     run_case(
         spark,

@@ -19,6 +19,7 @@ HERE = Path(__file__).parent
 QUERIES = HERE / "queries"
 GOLDEN = HERE / "golden"
 INPUTS = HERE / "inputs"
+_RESUMED_BATCH_ROWS = 16
 
 
 def render(query_file: Path, output: Path) -> str:
@@ -31,10 +32,10 @@ def render(query_file: Path, output: Path) -> str:
 
 def run_case(spark: SparkSession, sql: str, work: Path, *, resume_part_way: bool) -> None:
     """Run to completion; with ``resume_part_way``, first stop after two batches of four rows,
-    then plan and run the rest on the same state, as ``arroyo run --state-dir`` resumes: the
-    remaining input in one batch (batches of four rows to the end took a test ten times as
-    long, and tests that need the watermark to move between small batches run them
-    themselves)."""
+    then plan and run the rest on the same state, as ``arroyo run --state-dir`` resumes, in
+    batches of 16 rows: several commits after the restore, where batches of four rows to the
+    end took a test several times as long (tests that need the watermark to move between
+    small batches run them themselves)."""
     state = work / "state"
     if resume_part_way:
         program = Planner(spark, state_dir=state).plan(sql)
@@ -42,7 +43,12 @@ def run_case(spark: SparkSession, sql: str, work: Path, *, resume_part_way: bool
         first.start()
         assert not first.wait(timeout=300), "the case finished before the planned stop"
     program = Planner(spark, state_dir=state).plan(sql)
-    runner = PipelineRunner(spark, program, state)
+    runner = PipelineRunner(
+        spark,
+        program,
+        state,
+        max_records_per_batch=_RESUMED_BATCH_ROWS if resume_part_way else None,
+    )
     runner.start()
     assert runner.wait(timeout=300), "the run did not finish by itself"
 

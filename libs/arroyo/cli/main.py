@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import shutil
 import signal
 import sys
 import tempfile
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
     from arroyo.engine.session import SessionSettings
     from arroyo.udfs import UdfLibrary
 
-_PLANNING_MODULES = "arroyo.sql.planner"
+_PLANNER_MODULE = "arroyo.sql.planner"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -145,10 +146,13 @@ def _plan(
 
     spark_jars()
     timings.mark("jars")
-    # The planner's modules (sqlglot among them) load while this thread waits for the JVM.
-    # The fork that starts the JVM is safe beside it: CPython holds its import lock across a
-    # fork, and the child runs no Python before it execs.
-    imports = threading.Thread(target=importlib.import_module, args=(_PLANNING_MODULES,))
+    # The planner's own modules (sqlglot among them) load while this thread waits for the JVM;
+    # pyspark's, which both threads need, are loaded here first. The fork that starts the JVM
+    # is safe beside the import: CPython holds its import lock across a fork, and the child
+    # runs only pyspark's preexec_fn (a signal setting, no import) before it execs.
+    import pyspark.sql.functions  # noqa: F401
+
+    imports = threading.Thread(target=importlib.import_module, args=(_PLANNER_MODULE,))
     imports.start()
     spark = get_or_create_session(settings)
     imports.join()
@@ -205,7 +209,6 @@ def _run(
     *,
     real_time_ms: int | None = None,
 ) -> int:
-    from arroyo.engine.runner import BatchReport, PipelineRunner, Progress
     from arroyo.engine.session import SessionSettings
 
     started = time.monotonic()
@@ -213,6 +216,34 @@ def _run(
     program, spark = _plan(sql, parallelism, udfs, timings, settings)
     own_state = state_dir is None
     state = state_dir or Path(tempfile.mkdtemp(prefix="arroyo-state-"))
+    try:
+        return _run_pipeline(
+            spark,
+            program,
+            state,
+            own_state=own_state,
+            timings=timings,
+            real_time_ms=real_time_ms,
+            started=started,
+        )
+    finally:
+        if own_state:
+            # Nothing can resume it (its path was never shown): checkpoints do not pile up.
+            shutil.rmtree(state, ignore_errors=True)
+
+
+def _run_pipeline(
+    spark: SparkSession,
+    program: PipelineProgram,
+    state: Path,
+    *,
+    own_state: bool,
+    timings: Timings,
+    real_time_ms: int | None,
+    started: float,
+) -> int:
+    from arroyo.engine.runner import BatchReport, PipelineRunner, Progress
+
     live = sys.stderr.isatty()
 
     def show(p: Progress) -> None:

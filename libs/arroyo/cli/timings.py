@@ -80,7 +80,8 @@ class Timings:
         """End ``phase`` now (or at ``at``, a ``time.monotonic()`` taken earlier)."""
         if not self.enabled:
             return
-        now = time.monotonic() if at is None else at
+        # A moment noted on another thread may precede the last mark: the phase is then empty.
+        now = time.monotonic() if at is None else max(at, self._last)
         self._phases.append((phase, now - self._last, detail))
         self._last = now
 

@@ -27,6 +27,9 @@ import sys
 from pathlib import Path
 
 _SUFFIX = ".jsa"
+_PARTIAL = ".partial"
+# The sample takes half a minute on two cores; past this something is stuck.
+_TRAINING_TIMEOUT_S = 600.0
 # The JVM reports on stdout why it cannot map an archive (another JDK, a moved virtualenv):
 # running without one is the designed fallback, not something a user should read.
 _QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
@@ -34,8 +37,10 @@ _QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
 
 def archive_path() -> Path | None:
     """Where this environment's archive is (whether it exists yet or not); None without java."""
-    java = shutil.which("java")
-    if java is None:
+    # The java that spark-submit runs: JAVA_HOME's, else the one on PATH.
+    home = os.environ.get("JAVA_HOME")
+    java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if java is None or not os.path.exists(java):
         return None
     import pyspark
 
@@ -45,8 +50,10 @@ def archive_path() -> Path | None:
     digest = hashlib.sha256()
     for part in (os.path.realpath(java), pyspark.__version__, str(jars)):
         digest.update(part.encode() + b"\0")
+    # The JVM checks each jar of the class path by path, size and modification time.
     for jar in [*sorted(jars.glob("*.jar")), *spark_jars()]:
-        digest.update(str(jar).encode() + b"\0")
+        stat = jar.stat()
+        digest.update(f"{jar}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     return Path(sys.prefix) / "share" / "arroyo" / "cds" / f"spark-{digest.hexdigest()[:16]}.jsa"
 
 
@@ -59,33 +66,43 @@ def use_options() -> str:
 
 
 def dump_options(target: Path) -> str:
+    """JVM options that write the classes this JVM loaded to ``target`` as it exits."""
     return f"-XX:ArchiveClassesAtExit={target} {_QUIET}"
 
 
 def build(*, force: bool = False) -> Path | None:
     """Make the archive unless it exists (``force``: again). Returns its path, or None where
-    there is no ``java``. Runs the sample in a child process, whose JVM writes the archive as
-    it exits; the archive appears under its final name only once complete."""
+    it could not be made (no ``java``, or the sample failed: the reason is printed on standard
+    error). Best effort, like any cache: Arroyo runs without an archive, only slower.
+
+    Runs the sample in a child process, whose JVM writes the archive as it exits; the archive
+    appears under its final name only once complete, so two builds at once (two setups) each
+    write their own and the last rename wins."""
     archive = archive_path()
     if archive is None:
         return None
     if archive.exists() and not force:
         return archive
     archive.parent.mkdir(parents=True, exist_ok=True)
-    partial = archive.with_name(f"{archive.stem}.{os.getpid()}.partial")
+    partial = archive.with_name(f"{archive.stem}.{os.getpid()}{_PARTIAL}")
     try:
-        subprocess.run(
+        done = subprocess.run(
             [sys.executable, "-m", "arroyo.engine.cds", "--train", str(partial)],
-            check=True,
+            check=False,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
+            timeout=_TRAINING_TIMEOUT_S,
         )
-        if not partial.exists():
+        if done.returncode != 0 or not partial.exists():
+            print(f"cds: no class archive made (exit {done.returncode})", file=sys.stderr)
             return None
         os.replace(partial, archive)
+    except subprocess.TimeoutExpired:
+        print(f"cds: no class archive made in {_TRAINING_TIMEOUT_S:.0f}s", file=sys.stderr)
+        return None
     finally:
         partial.unlink(missing_ok=True)
-    for old in archive.parent.glob(f"*{_SUFFIX}"):
+    for old in [*archive.parent.glob(f"*{_SUFFIX}"), *archive.parent.glob(f"*{_PARTIAL}")]:
         if old != archive:
             old.unlink(missing_ok=True)
     return archive
@@ -110,7 +127,11 @@ def _train(target: Path) -> None:
     # The JVM exits when its standard input closes (pyspark's gateway), and dumps then.
     gateway.shutdown()
     process.stdin.close()
-    process.wait(timeout=300)
+    try:
+        process.wait(timeout=_TRAINING_TIMEOUT_S / 2)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise SystemExit("the JVM did not exit: no class archive made") from None
 
 
 if __name__ == "__main__":
@@ -118,4 +139,4 @@ if __name__ == "__main__":
         _train(Path(sys.argv[2]))
     else:
         path = build(force="--force" in sys.argv)
-        print(path if path is not None else "no java: no class archive")
+        print(path if path is not None else "no class archive: Arroyo runs without one")

@@ -11,7 +11,8 @@ tests exercise them on every run.
 
 Our Java is compiled with the JDK's ``javac`` against pyspark's jars, at setup or at the first
 session after its sources change, into a jar named by the sources' hash (so a stale build is
-never loaded). Spark ships the jar to its executors like the connectors'.
+never loaded). A local session puts these jars on its JVM's class path (its executors run
+inside it); a session on a Spark master ships them to its executors (``spark.jars``).
 """
 
 from __future__ import annotations

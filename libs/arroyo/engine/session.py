@@ -29,7 +29,7 @@ CHECKPOINT_FILE_MANAGER = "arroyo.state.LocalCheckpointFileManager"
 UPDATING_TTL_PREFIX = "spark.sql.streaming.stateStore.arroyo.updatingTtlMs."
 _TRACK_ROWS = "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows"
 _FAST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xss4m"
-_LAUNCHER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+_LAUNCHER_JVM_OPTIONS = _FAST_JVM_OPTIONS.removesuffix(" -Xss4m")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,7 +122,7 @@ def get_or_create_session(settings: SessionSettings = SessionSettings()) -> Spar
     from arroyo.engine.jars import spark_jars
 
     jars = spark_jars()
-    if master.startswith("local"):
+    if master == "local" or master.startswith("local["):
         # Executors run in this JVM: the jars go on its own class path, where the class archive
         # covers them and no task fetches them, rather than to a class loader of Spark's.
         builder = builder.config("spark.driver.extraClassPath", os.pathsep.join(map(str, jars)))
