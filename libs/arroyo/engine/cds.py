@@ -35,8 +35,10 @@ _TRAINING_TIMEOUT_S = 600.0
 _QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
-def archive_path() -> Path | None:
-    """Where this environment's archive is (whether it exists yet or not); None without java."""
+def archive_path(extra_jars: list[Path] | None = None) -> Path | None:
+    """Where this environment's archive is (whether it exists yet or not); None without java.
+    ``extra_jars``: the class path's jars besides pyspark's (default: ``spark_jars()``, which
+    a caller that already has them passes instead of reading them again)."""
     # The java that spark-submit runs: JAVA_HOME's, else the one on PATH.
     home = os.environ.get("JAVA_HOME")
     java = str(Path(home) / "bin" / "java") if home else shutil.which("java")
@@ -46,20 +48,21 @@ def archive_path() -> Path | None:
 
     from arroyo.engine.jars import spark_jars
 
+    extra_jars = spark_jars() if extra_jars is None else extra_jars
     jars = Path(pyspark.__file__).parent / "jars"
     digest = hashlib.sha256()
     for part in (os.path.realpath(java), pyspark.__version__, str(jars)):
         digest.update(part.encode() + b"\0")
     # The JVM checks each jar of the class path by path, size and modification time.
-    for jar in [*sorted(jars.glob("*.jar")), *spark_jars()]:
+    for jar in [*sorted(jars.glob("*.jar")), *extra_jars]:
         stat = jar.stat()
         digest.update(f"{jar}\0{stat.st_size}\0{stat.st_mtime_ns}\0".encode())
     return Path(sys.prefix) / "share" / "arroyo" / "cds" / f"spark-{digest.hexdigest()[:16]}.jsa"
 
 
-def use_options() -> str:
+def use_options(extra_jars: list[Path]) -> str:
     """JVM options that map the archive, or nothing while there is none (not made yet)."""
-    archive = archive_path()
+    archive = archive_path(extra_jars)
     if archive is None or not archive.exists():
         return ""
     return f"-XX:SharedArchiveFile={archive} {_QUIET}"

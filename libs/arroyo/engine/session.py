@@ -111,17 +111,16 @@ def get_or_create_session(settings: SessionSettings = SessionSettings()) -> Spar
     if settings.fast_start:
         java_options = f"{java_options} {_FAST_JVM_OPTIONS}"
     from arroyo.engine import cds
-
-    if settings.class_archive is not None:
-        java_options = f"{java_options} {cds.dump_options(settings.class_archive)}"
-    else:
-        java_options = f"{java_options} {cds.use_options()}".rstrip()
-    # spark-submit first runs a small JVM that only prints the driver's command line.
-    os.environ.setdefault("SPARK_LAUNCHER_OPTS", _LAUNCHER_JVM_OPTIONS)
-    builder = builder.config("spark.driver.extraJavaOptions", java_options)
     from arroyo.engine.jars import spark_jars
 
     jars = spark_jars()
+    if settings.class_archive is not None:
+        java_options = f"{java_options} {cds.dump_options(settings.class_archive)}"
+    else:
+        java_options = f"{java_options} {cds.use_options(jars)}".rstrip()
+    # spark-submit first runs a small JVM that only prints the driver's command line.
+    os.environ.setdefault("SPARK_LAUNCHER_OPTS", _LAUNCHER_JVM_OPTIONS)
+    builder = builder.config("spark.driver.extraJavaOptions", java_options)
     if master == "local" or master.startswith("local["):
         # Executors run in this JVM: the jars go on its own class path, where the class archive
         # covers them and no task fetches them, rather than to a class loader of Spark's.
