@@ -24,8 +24,8 @@ from pyspark.sql.streaming.query import StreamingQuery
 from arroyo.connectors.nexmark_generator import nexmark_stream
 from arroyo.engine.runner import PipelineRunner
 from arroyo.engine.session import SessionSettings, get_or_create_session
+from arroyo.program.spec import PipelineProgram
 from arroyo.sql.planner import Planner
-from arroyo.sql.program import PipelineProgram
 from arroyo.udfs import UdfLibrary
 
 ByHand = Callable[[SparkSession, str, argparse.Namespace], DataFrame]

@@ -11,8 +11,8 @@ import pytest
 
 from arroyo.config import Config, ControllerConfig
 from arroyo.controller import Controller
+from arroyo.program.spec import PipelineProgram
 from arroyo.rpc import ControllerClient, RpcError
-from arroyo.sql.program import PipelineProgram
 from arroyo.store import JobConfig, JobId, JobState, Pipeline, PipelineId, StopMode, open_store
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import controller_pb2 as pb

@@ -12,8 +12,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from arroyo.engine.runner import PipelineRunner
+from arroyo.program.spec import PipelineProgram
 from arroyo.sql.planner import Planner
-from arroyo.sql.program import PipelineProgram
 from tests.sql.harness import INPUTS, read_output, replay_changes, run_case
 
 pytestmark = pytest.mark.spark

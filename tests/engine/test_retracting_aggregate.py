@@ -18,8 +18,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from arroyo.engine.runner import PipelineRunner
+from arroyo.program.spec import PipelineProgram
 from arroyo.sql.planner import Planner
-from arroyo.sql.program import PipelineProgram
 from arroyo.testing.kafka import KafkaBroker
 from tests.sql.harness import INPUTS, kafka_clicks_sql, nexmark_q4_sql, replay_changes
 from tests.waiting import wait_until

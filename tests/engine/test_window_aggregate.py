@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from arroyo.program.spec import PipelineProgram
 from arroyo.sql.planner import Planner
-from arroyo.sql.program import PipelineProgram
 from tests.sql.harness import read_output, run_case
 
 pytestmark = pytest.mark.spark

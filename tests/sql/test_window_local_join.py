@@ -10,8 +10,8 @@ import pytest
 from pyspark.sql import SparkSession
 
 from arroyo.engine.build import BuildSettings, register, register_aggregate
+from arroyo.program.spec import AggregateSpec, PipelineProgram, SinkQuery
 from arroyo.sql.planner import Planner
-from arroyo.sql.program import AggregateSpec, PipelineProgram, SinkQuery
 from tests.sql.harness import QUERIES, render
 
 

@@ -24,7 +24,7 @@ from arroyo.cli.services import SERVICES, add_worker_arguments, run_service
 from arroyo.cli.timings import CatalystWork, Timings
 from arroyo.errors import ArroyoError, PlanningError
 from arroyo.logging import configure_logging
-from arroyo.sql.program import PipelineProgram
+from arroyo.program.spec import PipelineProgram
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

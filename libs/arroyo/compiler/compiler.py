@@ -21,7 +21,7 @@ from sqlglot import exp
 from arroyo.connectors.base import ConnectionProfile
 from arroyo.connectors.stage import STAGE_CONNECTOR
 from arroyo.errors import ArroyoError, Diagnostic, PlanningError
-from arroyo.sql.program import PipelineProgram
+from arroyo.program.spec import PipelineProgram
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import compiler_pb2 as pb
 

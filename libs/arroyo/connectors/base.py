@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, ClassVar, Protocol
 from pydantic import BaseModel, ConfigDict
 
 from arroyo.errors import ArroyoError, ErrorDomain
-from arroyo.sql.program import ColumnSpec, Role, TableSpec
+from arroyo.program.spec import ColumnSpec, Role, TableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

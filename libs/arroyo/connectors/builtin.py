@@ -16,7 +16,7 @@ from arroyo.connectors.base import (
     SinkOnlyConnector,
     WriteContext,
 )
-from arroyo.sql.program import Role, TableSpec
+from arroyo.program.spec import Role, TableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

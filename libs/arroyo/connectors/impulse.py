@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator
 
 from arroyo.connectors.base import Connector, ConnectorOptions, ReadContext
-from arroyo.sql.program import ColumnSpec, Role, TableSpec
+from arroyo.program.spec import ColumnSpec, Role, TableSpec
 from arroyo.sql.time import parse_duration_us
 
 if TYPE_CHECKING:

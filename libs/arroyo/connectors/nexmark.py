@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, ClassVar
 from pydantic import Field, PositiveFloat
 
 from arroyo.connectors.base import Connector, ConnectorOptions, ReadContext
-from arroyo.sql.program import ColumnSpec, Role, TableSpec
+from arroyo.program.spec import ColumnSpec, Role, TableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

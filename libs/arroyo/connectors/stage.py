@@ -42,7 +42,7 @@ from arroyo.connectors.base import (
     WriteContext,
     table_state_dir,
 )
-from arroyo.sql.program import Role, TableSpec
+from arroyo.program.spec import Role, TableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -30,11 +30,13 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
 from pyspark.sql.types import StructType
 
+from arroyo.program.names import EVENT_TIME
+
 BATCH_PREFIX = "batch-"
 CONSUMED = "_consumed"
 END = "_end"
-# The writing query's event time column, stored with the rows; read back as ``_source_time``.
-EVENT_TIME = "_timestamp"
+# The writing query's event time column (EVENT_TIME) is stored with the rows; read back as
+# ``_source_time``.
 _CONTROL = "`_source_time` TIMESTAMP, `_eoi` BOOLEAN"
 LINES_FILE = "changes.jsonl"
 _CHUNK_ROWS = 65_536

@@ -17,9 +17,8 @@ from pyspark.sql import functions as F
 from arroyo.connectors import ReadContext, connector
 from arroyo.connectors.base import table_state_dir
 from arroyo.formats.codec import decode
-from arroyo.sql.program import (
-    KEEP,
-    SIGN,
+from arroyo.program.names import EVENT_TIME, KEEP, SIGN, quote_name, signed_view
+from arroyo.program.spec import (
     AggregateSpec,
     ChangesSpec,
     IntervalJoinSpec,
@@ -27,10 +26,8 @@ from arroyo.sql.program import (
     TableSpec,
     ViewSpec,
     WindowAggregateSpec,
-    signed_view,
 )
 
-EVENT_TIME = "_timestamp"
 # The end-of-input marker's event time: later than any real event, so the watermark derived from
 # it closes every window. Rows are never this late, which is how the marker is told apart after
 # the watermark operator (a filter on ``_eoi`` would be pushed below it and hide the marker).
@@ -46,10 +43,6 @@ class BuildSettings:
     max_records_per_batch: int | None = None
     # True when the program is only being planned: sources must not contact their systems.
     planning: bool = False
-
-
-def quote(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def _end_of_time() -> Column:
@@ -81,9 +74,9 @@ def build_source(
             df = df.withColumn(col.name, F.expr(col.generated_sql).cast(col.spark_type))
     if table.is_lookup:
         # A static table: no event time, no watermark; joined with streams as it is.
-        return df.select(*[quote(c.name) for c in table.columns])
+        return df.select(*[quote_name(c.name) for c in table.columns])
     if table.event_time_column:
-        event = F.col(quote(table.event_time_column))
+        event = F.col(quote_name(table.event_time_column))
     elif conn.has_source_time:
         event = F.col("_source_time")
     else:
@@ -94,7 +87,7 @@ def build_source(
     if not table.bounded:
         # Nothing ends, so none of the end-of-input machinery below is paid for. One projection
         # under the watermark: the optimizer walks every layer again in every micro-batch.
-        df = df.select(*[quote(n) for n in names], event.alias(EVENT_TIME))
+        df = df.select(*[quote_name(n) for n in names], event.alias(EVENT_TIME))
         return df.withWatermark(EVENT_TIME, f"{table.watermark_delay_ms} milliseconds")
     df = df.observe(f"{_EOI_METRIC}{table.name}", F.max(F.col("_eoi").cast("INT")).alias("eoi"))
     df = df.withColumn(EVENT_TIME, F.when(F.col("_eoi"), _end_of_time()).otherwise(event))
@@ -105,7 +98,7 @@ def build_source(
     # a WHERE on a column), where they would drop the end-of-input marker before the watermark
     # sees it; a column that depends on the event time cannot be filtered there.
     return df.filter(real).select(
-        *[F.when(real, F.col(quote(n))).alias(n) for n in names], EVENT_TIME
+        *[F.when(real, F.col(quote_name(n))).alias(n) for n in names], EVENT_TIME
     )
 
 
@@ -153,7 +146,7 @@ def register_view(spark: SparkSession, view: ViewSpec) -> None:
 
 
 def interval_join(spark: SparkSession, spec: IntervalJoinSpec) -> DataFrame:
-    """The pairs of an interval join (arroyo.sql.program.IntervalJoinSpec), run in the JVM."""
+    """The pairs of an interval join (arroyo.program.spec.IntervalJoinSpec), run in the JVM."""
     jvm = spark._jvm
     assert jvm is not None
     join = jvm.arroyo.sql.IntervalJoin
@@ -171,7 +164,7 @@ def interval_join(spark: SparkSession, spec: IntervalJoinSpec) -> DataFrame:
 
 
 def changes(spark: SparkSession, spec: ChangesSpec) -> DataFrame:
-    """An updating aggregate's changes as signed rows (arroyo.sql.program.ChangesSpec), run in
+    """An updating aggregate's changes as signed rows (arroyo.program.spec.ChangesSpec), run in
     the JVM."""
     jvm = spark._jvm
     assert jvm is not None
@@ -189,7 +182,7 @@ def changes(spark: SparkSession, spec: ChangesSpec) -> DataFrame:
 
 def window_aggregate(spark: SparkSession, spec: WindowAggregateSpec) -> DataFrame:
     """The partial results of a keyed tumbling or hopping window aggregate
-    (arroyo.sql.program.WindowAggregateSpec), run in the JVM; window_aggregate_results sums
+    (arroyo.program.spec.WindowAggregateSpec), run in the JVM; window_aggregate_results sums
     them."""
     jvm = spark._jvm
     assert jvm is not None
@@ -213,7 +206,7 @@ _TIME_WINDOW = {"spark.timeWindow": True}
 def window_aggregate_results(partials: DataFrame, spec: WindowAggregateSpec) -> DataFrame:
     """The rows of a window aggregate from its partial results (WindowAggregate.java): each
     key's and window's, as Spark's windowed aggregate gives them."""
-    keys = [quote(c) for c in partials.columns[: spec.keys]]
+    keys = [quote_name(c) for c in partials.columns[: spec.keys]]
     results = []
     for i, (kind, name) in enumerate(zip(spec.kinds, spec.names, strict=True)):
         value, count = F.col(f"__v{i}"), F.col(f"__n{i}")
@@ -234,8 +227,8 @@ def window_aggregate_results(partials: DataFrame, spec: WindowAggregateSpec) -> 
     time = F.timestamp_micros(F.col("__end") - 1).alias(EVENT_TIME)
     grouped = partials.groupBy(*keys, "__start", "__end")
     rows = grouped.agg(*results) if results else grouped.count()  # no functions: distinct rows
-    return rows.select(*keys, window, *(quote(n) for n in spec.names), time).select(
-        *(quote(c) for c in spec.columns)
+    return rows.select(*keys, window, *(quote_name(n) for n in spec.names), time).select(
+        *(quote_name(c) for c in spec.columns)
     )
 
 

@@ -30,8 +30,8 @@ from pyspark.sql.types import StringType
 
 from arroyo.connectors.base import LineWriter
 from arroyo.connectors.sinks import batch_in_flight, consume
-from arroyo.engine.build import quote
 from arroyo.formats.codec import has_timestamps, json_text
+from arroyo.program.names import quote_name
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS current (key TEXT PRIMARY KEY, row TEXT NOT NULL);
@@ -97,7 +97,7 @@ class Changelog:
 
     def _changes(self, db: sqlite3.Connection, df: DataFrame) -> Iterator[tuple[str, str | None]]:
         """(key, new row JSON or None when the key no longer qualifies), for changed keys."""
-        columns = [F.col(quote(k)) for k in self.keys]
+        columns = [F.col(quote_name(k)) for k in self.keys]
         texts = [isinstance(df.schema[k].dataType, StringType) for k in self.keys]
         if any(texts) and not all(texts):
             # Text and other keys (a top-N's key and rank): Spark's array() would cast the text
@@ -106,10 +106,10 @@ class Changelog:
             columns = [c.cast("string") for c in columns]
         key = F.to_json(F.array(*columns)) if self.keys else F.lit("[]")
         row = json_text(
-            F.struct(*[F.col(quote(c)) for c in self.columns]),
-            has_timestamps(df.select(*[quote(c) for c in self.columns]).schema),
+            F.struct(*[F.col(quote_name(c)) for c in self.columns]),
+            has_timestamps(df.select(*[quote_name(c) for c in self.columns]).schema),
         )
-        keep = F.coalesce(F.col(quote(self.keep)), F.lit(False)) if self.keep else F.lit(True)
+        keep = F.coalesce(F.col(quote_name(self.keep)), F.lit(False)) if self.keep else F.lit(True)
         for k, r, qualifies in df.select(key, row, keep).toLocalIterator(prefetchPartitions=True):
             yield k, (r if qualifies else None)
 

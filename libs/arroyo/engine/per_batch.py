@@ -17,7 +17,7 @@ from arroyo.connectors.sinks import batch_in_flight, consume, lines_of
 from arroyo.engine.build import window_aggregate_results
 from arroyo.engine.session import temporary_settings
 from arroyo.formats.codec import encode
-from arroyo.sql.program import TableSpec, WindowAggregateSpec
+from arroyo.program.spec import TableSpec, WindowAggregateSpec
 
 
 class PerBatchQuery:

@@ -52,7 +52,7 @@ from arroyo.engine.session import (
     temporary_settings,
 )
 from arroyo.errors import JobFailedError
-from arroyo.sql.program import PipelineProgram, SinkQuery
+from arroyo.program.spec import PipelineProgram, SinkQuery
 from arroyo.udfs import UDF_ERROR
 from arroyo.udfs import load as load_udfs
 from arroyo.udfs import register as register_udfs

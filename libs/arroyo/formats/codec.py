@@ -16,7 +16,8 @@ from pyspark.sql.types import (
 )
 
 from arroyo.formats import AvroOptions, JsonOptions, parse_format_options, registry
-from arroyo.sql.program import SIGN, ColumnSpec, TableSpec
+from arroyo.program.names import SIGN
+from arroyo.program.spec import ColumnSpec, TableSpec
 
 CORRUPT = "_corrupt_record"
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arroyo.formats import FormatError, ProtobufOptions, parse_format_options
-from arroyo.sql.program import TableSpec
+from arroyo.program.spec import TableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import Column

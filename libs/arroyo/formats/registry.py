@@ -18,7 +18,7 @@ import struct
 from typing import TYPE_CHECKING, Any
 
 from arroyo.formats import FormatError
-from arroyo.sql.program import ColumnSpec, TableSpec
+from arroyo.program.spec import ColumnSpec, TableSpec
 
 if TYPE_CHECKING:
     from confluent_kafka.schema_registry import SchemaRegistryClient

@@ -34,11 +34,8 @@ from arroyo.connectors import connector
 from arroyo.connectors.base import ConnectionProfile, Connector
 from arroyo.errors import Diagnostic, PlanningError, Span
 from arroyo.formats import FORMATS, FormatError, format_option_prefix, parse_format_options
-from arroyo.sql.functions import FunctionError, translate
-from arroyo.sql.program import (
-    KEEP,
-    SIGN,
-    TOUCHED,
+from arroyo.program.names import EVENT_TIME, KEEP, SIGN, TOUCHED, quote_name, signed_view
+from arroyo.program.spec import (
     AggregateSpec,
     ChangesSpec,
     ColumnSpec,
@@ -49,8 +46,8 @@ from arroyo.sql.program import (
     TableSpec,
     ViewSpec,
     WindowAggregateSpec,
-    signed_view,
 )
+from arroyo.sql.functions import FunctionError, translate
 from arroyo.sql.statements import (
     CreateTable,
     CreateView,
@@ -72,7 +69,6 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 
-EVENT_TIME = "_timestamp"
 _WINDOW_HELPER = "__arroyo_window"
 _COMMON_OPTIONS = {"connector", "type", "format", "bad_data", "connection_profile"}
 _KNOWN_SETTINGS = {"updating_ttl"}
@@ -1566,9 +1562,8 @@ class _Rewriter:
             )
         if known is None and name not in self.state.view_windows:
             raise _error("unknown_table", f"no table or view named '{name}'", span)
-        from arroyo.engine.build import quote
 
-        schema = self.planner.spark.table(quote(name)).schema
+        schema = self.planner.spark.table(quote_name(name)).schema
         return _Relation(
             table.alias_or_name,
             _columns(schema),
@@ -2832,10 +2827,6 @@ def _note_window_root(state: _State, view: ViewSpec, planned: _Planned) -> None:
     else:
         return
     state.view_nodes[view.name] = planned.node.copy()
-
-
-def quote_name(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
 
 
 def batch_view_name(view: str) -> str:

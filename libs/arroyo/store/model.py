@@ -58,7 +58,7 @@ class Pipeline:
     name: str
     query: str
     udfs: str  # a Python UDF file, "" for none
-    program_json: str  # arroyo.sql.program.PipelineProgram
+    program_json: str  # arroyo.program.spec.PipelineProgram
     graph_json: str  # the dataflow graph for the UI: {"nodes": [...], "edges": [...]}
     created_at: int
 

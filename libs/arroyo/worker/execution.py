@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Protocol
 import structlog
 
 from arroyo.errors import ArroyoError, ErrorDomain
-from arroyo.sql.program import PipelineProgram
+from arroyo.program.spec import PipelineProgram
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

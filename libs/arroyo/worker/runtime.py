@@ -23,8 +23,8 @@ import structlog
 from arroyo.config import Config
 from arroyo.connectors.sinks import route_stdout
 from arroyo.errors import ArroyoError, ErrorDomain
+from arroyo.program.spec import PipelineProgram
 from arroyo.rpc import ControllerClient, RpcError
-from arroyo.sql.program import PipelineProgram
 from arroyo.worker.execution import Execution, Phase
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import controller_pb2 as pb

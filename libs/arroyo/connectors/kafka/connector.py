@@ -44,7 +44,7 @@ from arroyo.connectors.base import (
 )
 from arroyo.connectors.kafka.options import KafkaConnection, KafkaOptions
 from arroyo.errors import ErrorDomain
-from arroyo.sql.program import Role, TableSpec
+from arroyo.program.spec import Role, TableSpec
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, Producer

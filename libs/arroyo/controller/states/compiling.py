@@ -5,7 +5,7 @@ from typing import ClassVar
 
 from arroyo.controller.context import JobContext, StateError
 from arroyo.errors import ErrorDomain
-from arroyo.sql.program import PipelineProgram
+from arroyo.program.spec import PipelineProgram
 from arroyo.store import JobState
 
 

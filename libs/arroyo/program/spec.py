@@ -37,24 +37,6 @@ class FormatSpec:
     bad_data: BadData = "fail"
 
 
-# On an updating result, and on the rows of a changelog source: whether the row (still)
-# qualifies. A HAVING, a WHERE over updating input, or a debezium delete sets it false, so that
-# the sink writes a delete where Spark would silently drop the row.
-KEEP = "__arroyo_keep"
-# On an updating aggregate: the time of the last micro-batch that updated the key, the last
-# aggregate of the query, so that its state can expire after ``updating_ttl`` (see
-# libs/arroyo/java/arroyo/state/IdleExpiringStateStoreProvider.java).
-TOUCHED = "__arroyo_touched"
-# On the signed rows of a changelog source (``signed_view``): +1 a row that appears, -1 one
-# that goes away; aggregates over a changelog weigh each row by it, so that they retract.
-SIGN = "__arroyo_sign"
-
-
-def signed_view(table: str) -> str:
-    """The name of a changelog source's signed rows, next to the table's own view."""
-    return f"__signed_{table}"
-
-
 @dataclass(frozen=True, slots=True)
 class TableSpec:
     """A connector table as a source or a sink of this pipeline."""

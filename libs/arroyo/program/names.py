@@ -1,0 +1,32 @@
+"""Names the planner and the engine agree on: hidden columns, derived views, quoting.
+
+Both sides of the program (the planner that writes its SQL, the engine that runs it) use these
+spellings, so they live below both.
+"""
+
+from __future__ import annotations
+
+# Every table's event time column (Arroyo's ``_timestamp``).
+EVENT_TIME = "_timestamp"
+
+# On an updating result, and on the rows of a changelog source: whether the row (still)
+# qualifies. A HAVING, a WHERE over updating input, or a debezium delete sets it false, so that
+# the sink writes a delete where Spark would silently drop the row.
+KEEP = "__arroyo_keep"
+# On an updating aggregate: the time of the last micro-batch that updated the key, the last
+# aggregate of the query, so that its state can expire after ``updating_ttl`` (see
+# libs/arroyo/java/arroyo/state/IdleExpiringStateStoreProvider.java).
+TOUCHED = "__arroyo_touched"
+# On the signed rows of a changelog source (``signed_view``): +1 a row that appears, -1 one
+# that goes away; aggregates over a changelog weigh each row by it, so that they retract.
+SIGN = "__arroyo_sign"
+
+
+def signed_view(table: str) -> str:
+    """The name of a changelog source's signed rows, next to the table's own view."""
+    return f"__signed_{table}"
+
+
+def quote_name(name: str) -> str:
+    """``name`` as a Spark SQL identifier (backquoted, backquotes doubled)."""
+    return "`" + name.replace("`", "``") + "`"
