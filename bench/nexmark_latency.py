@@ -210,6 +210,10 @@ def window_delays(batches: list[Any], delay_ms: int, after_ms: float) -> np.ndar
         if not watermark:
             continue
         wm = _ms(watermark)
+        if wm <= 0:
+            # Spark's watermark before any event (the epoch): counting windows up from there
+            # walked every window since 1970, minutes of CPU, before the real ones.
+            continue
         if emitted_up_to is None:
             emitted_up_to = wm  # windows ending before the first watermark: not ours to time
             continue
