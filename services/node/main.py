@@ -23,7 +23,7 @@ def main(config: Config, args: argparse.Namespace) -> int:
 async def _serve(config: Config, args: argparse.Namespace) -> None:
     controller = ControllerClient(config.controller.dial())
     # Workers run as ``arroyo worker``, with this interpreter (the one that has our packages).
-    worker_program = (sys.executable, "-m", "arroyo_cli")
+    worker_program = (sys.executable, "-m", "arroyo_cli.main")
     runtime = NodeRuntime(config, controller, "", args.config, worker_program)
 
     async def startup(running: RunningService) -> None:

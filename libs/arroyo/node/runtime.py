@@ -57,7 +57,7 @@ class NodeRuntime:
         worker_program: Sequence[str],
     ) -> None:
         """``worker_program`` is the command line that runs a service by name (``arroyo``, as
-        ``[python, -m, arroyo_cli]``): the node appends ``worker`` and its arguments. It comes
+        ``[python, -m, arroyo_cli.main]``): the node appends ``worker`` and its arguments. It comes
         from the node service's wiring, so that this library names no program above it."""
         self.config = config
         self.worker_program = tuple(worker_program)
