@@ -8,6 +8,7 @@ WORKDIR /opt/arroyo
 COPY pyproject.toml setup.py README.md ./
 COPY libs ./libs
 COPY services ./services
+COPY cli ./cli
 RUN pip install --no-cache-dir ".[engine]"
 ENV ARROYO__DATA_DIR=/var/lib/arroyo
 VOLUME /var/lib/arroyo

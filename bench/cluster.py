@@ -114,7 +114,7 @@ def main() -> None:
             env[f"ARROYO__{name.upper()}__ADMIN_PORT"] = str(free_port())
         base = f"http://127.0.0.1:{env['ARROYO__API__PORT']}/api/v1"
         cluster = subprocess.Popen(
-            [sys.executable, "-m", "arroyo.cli.main", "cluster"],
+            [sys.executable, "-m", "arroyo_cli.main", "cluster"],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=open(f"{tmp}/cluster.log", "wb"),  # noqa: SIM115

@@ -36,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 QUERY = ROOT / "examples" / "first.sql"
-ARROYO = [sys.executable, "-m", "arroyo.cli.main"]
+ARROYO = [sys.executable, "-m", "arroyo_cli.main"]
 EVENTS = 600
 
 # The hand-written peers run as ``python -c``: a fresh interpreter, as a user's script would.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 
 from arroyo.config import Config
 from arroyo.node import NodeRuntime
@@ -21,7 +22,9 @@ def main(config: Config, args: argparse.Namespace) -> int:
 
 async def _serve(config: Config, args: argparse.Namespace) -> None:
     controller = ControllerClient(config.controller.dial())
-    runtime = NodeRuntime(config, controller, "", args.config)
+    # Workers run as ``arroyo worker``, with this interpreter (the one that has our packages).
+    worker_program = (sys.executable, "-m", "arroyo_cli.main")
+    runtime = NodeRuntime(config, controller, "", args.config, worker_program)
 
     async def startup(running: RunningService) -> None:
         # Registered under the address the server actually bound (the port may be 0).

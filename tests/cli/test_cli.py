@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ARROYO = [sys.executable, "-m", "arroyo.cli.main"]
+ARROYO = [sys.executable, "-m", "arroyo_cli.main"]
 INPUTS = Path(__file__).parents[1] / "sql" / "inputs"
 
 

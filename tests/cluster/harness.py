@@ -111,7 +111,7 @@ class Cluster:
         """``arroyo <command>`` (default: ``arroyo <name>``) as the service ``name``."""
         log = (self.root / "logs" / f"{name}.log").open("ab")
         self.processes[name] = subprocess.Popen(
-            [sys.executable, "-m", "arroyo.cli.main", *(command or [name])],
+            [sys.executable, "-m", "arroyo_cli.main", *(command or [name])],
             env=self.env,
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -232,7 +232,7 @@ def running_cluster(root: Path, database_url: str) -> Iterator[Cluster]:
 def _kill_leftover_workers(root: Path) -> None:
     """Workers run in their own sessions; one a test left behind is killed by its data dir."""
     out = subprocess.run(
-        ["pgrep", "-f", "arroyo.cli.main.*worker"], capture_output=True, text=True, check=False
+        ["pgrep", "-f", "arroyo_cli.main.*worker"], capture_output=True, text=True, check=False
     )
     for pid in out.stdout.split():
         try:

@@ -38,7 +38,7 @@ def children(pid: int) -> dict[int, str]:
 
 
 def service_pid(tree: dict[int, str], name: str) -> int:
-    return next((p for p, cmd in tree.items() if cmd.endswith(f"arroyo.cli.main\0{name}\0")), 0)
+    return next((p for p, cmd in tree.items() if cmd.endswith(f"arroyo_cli.main\0{name}\0")), 0)
 
 
 # Bounded, so that the job finishes and the rest of the test has the cluster to itself.
@@ -57,7 +57,7 @@ def test_cluster_is_ready_when_it_says_so_supervises_and_stops(tmp_path: Path) -
     ready_url = f"http://127.0.0.1:{cluster.env['ARROYO__API__PORT']}/"
     log = tmp_path / "logs" / "cluster.log"
     process = subprocess.Popen(
-        [sys.executable, "-m", "arroyo.cli.main", "cluster"],
+        [sys.executable, "-m", "arroyo_cli.main", "cluster"],
         env=cluster.env,
         stdin=subprocess.DEVNULL,
         stderr=log.open("wb"),

@@ -580,7 +580,7 @@ def test_arroyo_run_avro_windows_to_kafka_stop_and_resume(
         kafka_broker.produce(kafka_topic, _avro_events(produced - 120, produced))
         expected = _expected_windows(produced, produced - 10)
         proc = subprocess.Popen(
-            [sys.executable, "-m", "arroyo.cli.main", "run", "--state-dir", str(state), str(query)],
+            [sys.executable, "-m", "arroyo_cli.main", "run", "--state-dir", str(state), str(query)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

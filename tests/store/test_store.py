@@ -19,8 +19,8 @@ from typing import Any, ParamSpec
 
 import asyncpg
 import pytest
+from arroyo_cli.main import main as arroyo_main
 
-from arroyo.cli.main import main as arroyo_main
 from arroyo.store import (
     Checkpoint,
     Conflict,
@@ -724,7 +724,7 @@ def test_cli_migrate_from_several_processes_at_once(database_url: str, tmp_path:
     config = _write_config(tmp_path, database_url)
     procs = [
         subprocess.Popen(
-            [sys.executable, "-m", "arroyo.cli.main", "migrate", "--config", str(config)],
+            [sys.executable, "-m", "arroyo_cli.main", "migrate", "--config", str(config)],
             cwd=tmp_path,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -7,7 +7,8 @@ earlier run (AppCDS: ``-XX:ArchiveClassesAtExit`` to make it, ``-XX:SharedArchiv
 it). ``scripts/setup`` runs ``python -m arroyo.engine.cds``, which starts a session with the
 first option, plans and runs a small sample of the common paths (a windowed aggregate into a
 sink, a bare SELECT), and lets the JVM write the archive as it exits. Every session this
-package starts afterwards maps it (``arroyo.engine.session``).
+package starts afterwards maps it (``arroyo.engine.session``). The training run itself is
+``arroyo.engine.warmup``'s, in a child process.
 
 In local mode the connector jars and ours are on the JVM's own class path (not Spark's
 ``spark.jars``), so the archive covers them too. It does not cover classes of signed jars
@@ -29,7 +30,7 @@ from pathlib import Path
 _SUFFIX = ".jsa"
 _PARTIAL = ".partial"
 # The sample takes half a minute on two cores; past this something is stuck.
-_TRAINING_TIMEOUT_S = 600.0
+TRAINING_TIMEOUT_S = 600.0
 # The JVM reports on stdout why it cannot map an archive (another JDK, a moved virtualenv):
 # running without one is the designed fallback, not something a user should read.
 _QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
@@ -90,18 +91,18 @@ def build(*, force: bool = False) -> Path | None:
     partial = archive.with_name(f"{archive.stem}.{os.getpid()}{_PARTIAL}")
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "arroyo.engine.cds", "--train", str(partial)],
+            [sys.executable, "-m", "arroyo.engine.warmup", "--class-archive", str(partial)],
             check=False,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
-            timeout=_TRAINING_TIMEOUT_S,
+            timeout=TRAINING_TIMEOUT_S,
         )
         if done.returncode != 0 or not partial.exists():
             print(f"cds: no class archive made (exit {done.returncode})", file=sys.stderr)
             return None
         os.replace(partial, archive)
     except subprocess.TimeoutExpired:
-        print(f"cds: no class archive made in {_TRAINING_TIMEOUT_S:.0f}s", file=sys.stderr)
+        print(f"cds: no class archive made in {TRAINING_TIMEOUT_S:.0f}s", file=sys.stderr)
         return None
     finally:
         partial.unlink(missing_ok=True)
@@ -111,35 +112,6 @@ def build(*, force: bool = False) -> Path | None:
     return archive
 
 
-def _train(target: Path) -> None:
-    """Start a session that dumps its classes to ``target`` at exit, run the sample, and wait
-    for the JVM to exit (the dump is written then)."""
-    from arroyo.connectors.sinks import route_stdout
-    from arroyo.engine.session import SessionSettings, get_or_create_session
-    from arroyo.engine.warmup import TRAINING_QUERIES, run_sample
-
-    spark = get_or_create_session(SessionSettings(class_archive=target))
-    route_stdout(lambda sink, rows: None)
-    for sql in TRAINING_QUERIES:
-        if not run_sample(spark, sql):
-            raise SystemExit("the sample pipeline failed: no class archive made")
-    gateway = spark.sparkContext._gateway
-    spark.stop()
-    assert gateway is not None
-    process = gateway.proc
-    # The JVM exits when its standard input closes (pyspark's gateway), and dumps then.
-    gateway.shutdown()
-    process.stdin.close()
-    try:
-        process.wait(timeout=_TRAINING_TIMEOUT_S / 2)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        raise SystemExit("the JVM did not exit: no class archive made") from None
-
-
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--train":
-        _train(Path(sys.argv[2]))
-    else:
-        path = build(force="--force" in sys.argv)
-        print(path if path is not None else "no class archive: Arroyo runs without one")
+    path = build(force="--force" in sys.argv)
+    print(path if path is not None else "no class archive: Arroyo runs without one")

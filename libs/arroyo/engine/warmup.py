@@ -7,6 +7,8 @@ node's warm worker) runs this once at start-up, off the clock.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -80,3 +82,37 @@ def run_sample(spark: SparkSession, sql: str = WARM_UP_QUERY) -> bool:
         return False
     log.info("spark_warmed_up")
     return True
+
+
+def train_class_archive(target: Path) -> None:
+    """Start a session that dumps its classes to ``target`` at exit, run the sample, and wait
+    for the JVM to exit (the dump is written then)."""
+    from arroyo.connectors.sinks import route_stdout
+    from arroyo.engine.cds import TRAINING_TIMEOUT_S
+    from arroyo.engine.session import SessionSettings, get_or_create_session
+
+    spark = get_or_create_session(SessionSettings(class_archive=target))
+    route_stdout(lambda sink, rows: None)
+    for sql in TRAINING_QUERIES:
+        if not run_sample(spark, sql):
+            raise SystemExit("the sample pipeline failed: no class archive made")
+    gateway = spark.sparkContext._gateway
+    spark.stop()
+    assert gateway is not None
+    process = gateway.proc
+    # The JVM exits when its standard input closes (pyspark's gateway), and dumps then.
+    gateway.shutdown()
+    process.stdin.close()
+    try:
+        process.wait(timeout=TRAINING_TIMEOUT_S / 2)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        raise SystemExit("the JVM did not exit: no class archive made") from None
+
+
+if __name__ == "__main__":
+    # ``python -m arroyo.engine.warmup --class-archive PATH``: the training run of
+    # ``arroyo.engine.cds.build``.
+    if len(sys.argv) != 3 or sys.argv[1] != "--class-archive":
+        raise SystemExit("usage: python -m arroyo.engine.warmup --class-archive PATH")
+    train_class_archive(Path(sys.argv[2]))

@@ -16,8 +16,8 @@ import asyncio
 import json
 import os
 import signal
-import sys
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,8 +54,13 @@ class NodeRuntime:
         controller: ControllerClient,
         address: str,
         config_path: Path | None,
+        worker_program: Sequence[str],
     ) -> None:
+        """``worker_program`` is the command line that runs a service by name (``arroyo``, as
+        ``[python, -m, arroyo_cli.main]``): the node appends ``worker`` and its arguments. It comes
+        from the node service's wiring, so that this library names no program above it."""
         self.config = config
+        self.worker_program = tuple(worker_program)
         self.controller = controller
         self.address = address
         self.config_path = config_path
@@ -115,9 +120,7 @@ class NodeRuntime:
         logs.mkdir(parents=True, exist_ok=True)
         log_path = logs / f"{worker_id}.log"
         args = [
-            sys.executable,
-            "-m",
-            "arroyo.cli.main",
+            *self.worker_program,
             *(["--config", str(self.config_path)] if self.config_path else []),
             "worker",
             *(["--job-id", job_id, "--generation", str(generation)] if job_id else ["--warm"]),

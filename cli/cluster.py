@@ -50,7 +50,7 @@ class _Service:
 
 
 def run_cluster(config: Config, config_path: Path | None) -> int:
-    base = [sys.executable, "-m", "arroyo.cli.main"]
+    base = [sys.executable, "-m", "arroyo_cli.main"]
     if config_path is not None:
         base += ["--config", str(config_path)]
     services = [_Service(name, [*base, name]) for name in SERVICES]

@@ -1,16 +1,17 @@
 """``arroyo api|controller|compiler|node|worker|cluster``: one service per process.
 
-The services live in ``arroyo_services`` (``services/`` in the checkout) and are imported by
-name here, at run time, so the libraries never import a service.
+The services live in ``arroyo_services`` (``services/`` in the checkout), below this package.
+Each is imported only when it is the one to run: the compiler and the worker bring Spark with
+them, which the api, the controller and the node never load.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
+from collections.abc import Callable
 
-from arroyo.config import ConfigError, load_config
+from arroyo.config import Config, ConfigError, load_config
 
 SERVICES = {
     "api": "REST API and web UI",
@@ -43,9 +44,29 @@ def run_service(args: argparse.Namespace) -> int:
         print(f"error[{err.code}]: {err.message}", file=sys.stderr)
         return 2
     if args.command == "cluster":
-        from arroyo.cli.cluster import run_cluster
+        from arroyo_cli.cluster import run_cluster
 
         return run_cluster(config, args.config)
-    module = importlib.import_module(f"arroyo_services.{args.command}.main")
-    result: int = module.main(config, args)
-    return result
+    return _service_main(args.command)(config, args)
+
+
+def _service_main(name: str) -> Callable[[Config, argparse.Namespace], int]:
+    if name == "api":
+        from arroyo_services.api.main import main as api
+
+        return api
+    if name == "controller":
+        from arroyo_services.controller.main import main as controller
+
+        return controller
+    if name == "compiler":
+        from arroyo_services.compiler.main import main as compiler
+
+        return compiler
+    if name == "node":
+        from arroyo_services.node.main import main as node
+
+        return node
+    from arroyo_services.worker.main import main as worker
+
+    return worker
