@@ -32,7 +32,7 @@ from sqlglot import exp
 
 from arroyo.connectors import connector
 from arroyo.connectors.base import ConnectionProfile, Connector
-from arroyo.errors import Diagnostic, PlanningError, Span
+from arroyo.errors import Diagnostic, PlanningError
 from arroyo.formats import FORMATS, FormatError, format_option_prefix, parse_format_options
 from arroyo.program.names import EVENT_TIME, KEEP, SIGN, TOUCHED, quote_name, signed_view
 from arroyo.program.spec import (
@@ -48,6 +48,13 @@ from arroyo.program.spec import (
     WindowAggregateSpec,
 )
 from arroyo.sql.functions import FunctionError, translate
+from arroyo.sql.planner.diagnostics import (
+    ErrorCode,
+    diagnostic,
+    error,
+    span_of,
+    spark_diagnostic,
+)
 from arroyo.sql.statements import (
     CreateTable,
     CreateView,
@@ -167,10 +174,6 @@ def _setting_duration_us(value: str) -> int:
     return us
 
 
-def _error(code: str, message: str, span: Span | None) -> PlanningError:
-    return PlanningError([Diagnostic(code, message, span)])
-
-
 class Planner:
     """Plans Arroyo SQL against a SparkSession (which it uses for analysis only: no query runs,
     no external system is contacted)."""
@@ -245,14 +248,14 @@ class Planner:
                 elif isinstance(stmt, Insert):
                     target = state.tables.get(stmt.table)
                     if target is None:
-                        raise _error(
-                            "unknown_table",
+                        raise error(
+                            ErrorCode.UNKNOWN_TABLE,
                             f"no table named '{stmt.table}'",
                             text.span(stmt.offset),
                         )
                     if target.spec.role != "sink":
-                        raise _error(
-                            "insert_into_source",
+                        raise error(
+                            ErrorCode.INSERT_INTO_SOURCE,
                             f"cannot insert into '{stmt.table}': it is a source table",
                             text.span(stmt.offset),
                         )
@@ -288,8 +291,8 @@ class Planner:
                     state.inserts[name] = [(sql_text, stmt.offset)]
                 elif isinstance(stmt, SetOption):
                     if stmt.key not in _KNOWN_SETTINGS:
-                        raise _error(
-                            "unknown_setting",
+                        raise error(
+                            ErrorCode.UNKNOWN_SETTING,
                             f"unknown setting '{stmt.key}' "
                             f"(known: {', '.join(sorted(_KNOWN_SETTINGS))})",
                             text.span(stmt.offset),
@@ -298,8 +301,8 @@ class Planner:
                         try:
                             state.updating_ttl_us = _setting_duration_us(stmt.value)
                         except DurationError as err:
-                            raise _error(
-                                "bad_setting",
+                            raise error(
+                                ErrorCode.BAD_SETTING,
                                 f"updating_ttl: {err} (write e.g. INTERVAL '1 hour')",
                                 text.span(stmt.offset),
                             ) from err
@@ -312,8 +315,8 @@ class Planner:
             self._sink_query(state, name, inserts) for name, inserts in state.inserts.items()
         ]
         if not queries:
-            raise _error(
-                "no_sink",
+            raise error(
+                ErrorCode.NO_SINK,
                 "the query writes nowhere: add an INSERT INTO a sink table or a SELECT",
                 text.span(0),
             )
@@ -373,8 +376,8 @@ class Planner:
             if len(sharing) > 1:
                 sinks = [q.sink.name for q in sharing if q.sink.name in state.inserts]
                 where = max((state.inserts[s][0][1] for s in sinks), default=0)
-                raise _error(
-                    "updating_join_shared",
+                raise error(
+                    ErrorCode.UPDATING_JOIN_SHARED,
                     "an aggregate over a join without windows that Spark runs (not an "
                     "interval join: keys of two types, more than two inputs), or over an "
                     "updating result with a HAVING, a DISTINCT count or a sum of decimals, "
@@ -390,15 +393,15 @@ class Planner:
         """A table with no connector: written once by an INSERT, then read like a view."""
         self._ensure_new_name(state, stmt.name, stmt.offset)
         if stmt.options:
-            raise _error(
-                "missing_option",
+            raise error(
+                ErrorCode.MISSING_OPTION,
                 f"table '{stmt.name}' has options but no connector: add connector = ..., or "
                 f"drop the WITH clause for a memory table",
                 state.text.span(stmt.offset),
             )
         if not stmt.columns:
-            raise _error(
-                "memory_table_columns",
+            raise error(
+                ErrorCode.MEMORY_TABLE_COLUMNS,
                 f"memory table '{stmt.name}' must declare its columns",
                 state.text.span(stmt.offset),
             )
@@ -409,8 +412,8 @@ class Planner:
     def _write_memory_table(self, state: _State, stmt: Insert) -> None:
         name = stmt.table
         if name in state.memory_written:
-            raise _error(
-                "memory_table_written_twice",
+            raise error(
+                ErrorCode.MEMORY_TABLE_WRITTEN_TWICE,
                 f"memory table '{name}' is already written; a memory table takes one INSERT",
                 state.text.span(stmt.offset),
             )
@@ -420,8 +423,8 @@ class Planner:
         fields = [f for f in schema.fields if f.name not in _HIDDEN]
         columns = state.memory[name]
         if len(fields) != len(columns):
-            raise _error(
-                "column_count_mismatch",
+            raise error(
+                ErrorCode.COLUMN_COUNT_MISMATCH,
                 f"'{name}' has {len(columns)} columns but the query gives {len(fields)}",
                 state.text.span(stmt.offset),
             )
@@ -460,11 +463,13 @@ class Planner:
             empty = self.spark.createDataFrame([], ddl or "unknown STRING")
             empty.createOrReplaceTempView(spec.name)
             message = str(err).split("\n")[0].split(" SQLSTATE")[0]
-            raise _error("lookup_table", message, state.text.span(stmt.offset)) from err
+            raise error(ErrorCode.LOOKUP_TABLE, message, state.text.span(stmt.offset)) from err
 
     def _ensure_new_name(self, state: _State, name: str, offset: int) -> None:
         if name in state.tables or name in state.view_windows or name in state.memory:
-            raise _error("duplicate_table", f"'{name}' is already defined", state.text.span(offset))
+            raise error(
+                ErrorCode.DUPLICATE_TABLE, f"'{name}' is already defined", state.text.span(offset)
+            )
 
     def _table(self, state: _State, stmt: CreateTable) -> _Table:
         text = state.text
@@ -476,8 +481,8 @@ class Planner:
             from arroyo.connectors import CONNECTORS
 
             known = ", ".join(c.name for c in CONNECTORS)
-            raise _error(
-                "unknown_connector",
+            raise error(
+                ErrorCode.UNKNOWN_CONNECTOR,
                 f"unknown connector '{conn_name}' (known: {known})",
                 text.span(options["connector"].offset),
             )
@@ -511,8 +516,8 @@ class Planner:
         if spec.is_lookup:
             self._check_lookup(state, stmt, spec)
         if spec.is_changelog and not spec.primary_key:
-            raise _error(
-                "changelog_needs_primary_key",
+            raise error(
+                ErrorCode.CHANGELOG_NEEDS_PRIMARY_KEY,
                 f"'{stmt.name}' reads debezium change records, which are matched by key: "
                 f"declare its PRIMARY KEY",
                 text.span(stmt.offset),
@@ -523,14 +528,14 @@ class Planner:
         """A lookup table is a table as it is, not a stream: it has no event time, and its
         rows are values, not change records."""
         if stmt.watermark_column is not None:
-            raise _error(
-                "lookup_table",
+            raise error(
+                ErrorCode.LOOKUP_TABLE,
                 f"lookup table '{stmt.name}' has no event time: drop its WATERMARK",
                 state.text.span(stmt.watermark_offset),
             )
         if spec.format is not None and spec.format.name == "debezium_json":
-            raise _error(
-                "lookup_table",
+            raise error(
+                ErrorCode.LOOKUP_TABLE,
                 f"lookup table '{stmt.name}' cannot read change records (debezium_json); "
                 f"give it its rows as they are (json)",
                 state.text.span(stmt.offset),
@@ -548,14 +553,14 @@ class Planner:
         profile = self.profiles.get(decl.value)
         if profile is None:
             known = ", ".join(sorted(self.profiles)) or "none"
-            raise _error(
-                "unknown_connection_profile",
+            raise error(
+                ErrorCode.UNKNOWN_CONNECTION_PROFILE,
                 f"no connection profile named '{decl.value}' (known: {known})",
                 span,
             )
         if profile.connector != conn.name:
-            raise _error(
-                "bad_option",
+            raise error(
+                ErrorCode.BAD_OPTION,
                 f"connection profile '{profile.name}' is for connector '{profile.connector}', "
                 f"not '{conn.name}'",
                 span,
@@ -570,14 +575,14 @@ class Planner:
         if "type" in options:
             role = options["type"].value
             if role not in ("source", "sink", "lookup"):
-                raise _error(
-                    "bad_option",
+                raise error(
+                    ErrorCode.BAD_OPTION,
                     f"type must be 'source', 'sink' or 'lookup', not '{role}'",
                     state.text.span(options["type"].offset),
                 )
             if role not in conn.roles:
-                raise _error(
-                    "bad_option",
+                raise error(
+                    ErrorCode.BAD_OPTION,
                     f"connector '{conn.name}' cannot be a {role}"
                     + (" table" if role == "lookup" else ""),
                     state.text.span(options["type"].offset),
@@ -585,8 +590,8 @@ class Planner:
             return role
         if len(conn.roles) == 1:
             return next(iter(conn.roles))
-        raise _error(
-            "missing_option",
+        raise error(
+            ErrorCode.MISSING_OPTION,
             f"table '{stmt.name}' needs type = 'source' or 'sink' for connector '{conn.name}'",
             state.text.span(stmt.offset),
         )
@@ -598,8 +603,8 @@ class Planner:
         name = options["format"].value if "format" in options else conn.default_format
         if name is None:
             if "format" in options:
-                raise _error(
-                    "unknown_format",
+                raise error(
+                    ErrorCode.UNKNOWN_FORMAT,
                     f"connector '{conn.name}' takes no format",
                     text.span(options["format"].offset),
                 )
@@ -608,12 +613,14 @@ class Planner:
             text.span(options["format"].offset) if "format" in options else text.span(stmt.offset)
         )
         if name not in FORMATS:
-            raise _error(
-                "unknown_format", f"unknown format '{name}' (known: {', '.join(FORMATS)})", where
+            raise error(
+                ErrorCode.UNKNOWN_FORMAT,
+                f"unknown format '{name}' (known: {', '.join(FORMATS)})",
+                where,
             )
         if name not in conn.formats:
-            raise _error(
-                "unknown_format",
+            raise error(
+                ErrorCode.UNKNOWN_FORMAT,
                 f"connector '{conn.name}' does not support format '{name}' "
                 f"(supported: {', '.join(sorted(conn.formats))})",
                 where,
@@ -624,13 +631,13 @@ class Planner:
             parse_format_options(name, fmt_raw)
         except FormatError as err:
             key = next(iter(k for k in options if k.startswith(prefix)), None)
-            raise _error(
-                "bad_option", err.message, text.span(options[key].offset) if key else where
+            raise error(
+                ErrorCode.BAD_OPTION, err.message, text.span(options[key].offset) if key else where
             ) from err
         bad_data = options["bad_data"].value if "bad_data" in options else "fail"
         if bad_data not in ("fail", "drop"):
-            raise _error(
-                "bad_option",
+            raise error(
+                ErrorCode.BAD_OPTION,
                 f"bad_data must be 'fail' or 'drop', not '{bad_data}'",
                 text.span(options["bad_data"].offset),
             )
@@ -647,20 +654,24 @@ class Planner:
             if e["type"] == "extra_forbidden":
                 allowed = ", ".join(sorted(conn.options_model.model_fields)) or "none"
                 diagnostics.append(
-                    Diagnostic(
-                        "unknown_option",
+                    diagnostic(
+                        ErrorCode.UNKNOWN_OPTION,
                         f"unknown option '{key}' for connector '{conn.name}' (options: {allowed})",
                         span,
                     )
                 )
             elif e["type"] == "missing":
                 diagnostics.append(
-                    Diagnostic(
-                        "missing_option", f"connector '{conn.name}' requires option '{key}'", span
+                    diagnostic(
+                        ErrorCode.MISSING_OPTION,
+                        f"connector '{conn.name}' requires option '{key}'",
+                        span,
                     )
                 )
             else:
-                diagnostics.append(Diagnostic("bad_option", f"option '{key}': {e['msg']}", span))
+                diagnostics.append(
+                    diagnostic(ErrorCode.BAD_OPTION, f"option '{key}': {e['msg']}", span)
+                )
         return PlanningError(diagnostics)
 
     def _columns(
@@ -673,8 +684,8 @@ class Planner:
                 unknown = declared - {c.name for c in fixed}
                 if unknown:
                     col = next(c for c in stmt.columns if c.name in unknown)
-                    raise _error(
-                        "unknown_column",
+                    raise error(
+                        ErrorCode.UNKNOWN_COLUMN,
                         f"connector '{conn.name}' has no column '{col.name}' "
                         f"(columns: {', '.join(c.name for c in fixed)})",
                         state.text.span(col.offset),
@@ -686,8 +697,8 @@ class Planner:
     def _column(self, state: _State, conn: Connector, decl: Any) -> ColumnSpec:
         if decl.metadata_key is not None and decl.metadata_key not in conn.metadata_keys:
             keys = ", ".join(conn.metadata_keys) or "none"
-            raise _error(
-                "unknown_metadata",
+            raise error(
+                ErrorCode.UNKNOWN_METADATA,
                 f"connector '{conn.name}' has no metadata '{decl.metadata_key}' "
                 f"(available: {keys})",
                 state.text.span(decl.offset),
@@ -701,8 +712,8 @@ class Planner:
         if decl.metadata_key is not None:
             allowed = conn.metadata_keys[decl.metadata_key]
             if column.spark_type not in allowed:
-                raise _error(
-                    "bad_metadata_type",
+                raise error(
+                    ErrorCode.BAD_METADATA_TYPE,
                     f"metadata '{decl.metadata_key}' of connector '{conn.name}' is "
                     f"{' or '.join(allowed)}, not {column.spark_type}",
                     state.text.span(decl.offset),
@@ -717,14 +728,16 @@ class Planner:
         span = state.text.span(stmt.watermark_offset)
         col = next((c for c in columns if c.name == stmt.watermark_column), None)
         if col is None:
-            raise _error(
-                "unknown_column",
+            raise error(
+                ErrorCode.UNKNOWN_COLUMN,
                 f"WATERMARK FOR names unknown column '{stmt.watermark_column}'",
                 span,
             )
         if col.spark_type != "TIMESTAMP":
-            raise _error(
-                "bad_watermark", f"WATERMARK FOR column '{col.name}' must be a TIMESTAMP", span
+            raise error(
+                ErrorCode.BAD_WATERMARK,
+                f"WATERMARK FOR column '{col.name}' must be a TIMESTAMP",
+                span,
             )
         expr = stmt.watermark_expr
         if expr is None:
@@ -741,9 +754,9 @@ class Planner:
             try:
                 return col.name, interval_us(expr.expression) // 1000
             except DurationError as err:
-                raise _error("bad_watermark", str(err), span) from err
-        raise _error(
-            "bad_watermark",
+                raise error(ErrorCode.BAD_WATERMARK, str(err), span) from err
+        raise error(
+            ErrorCode.BAD_WATERMARK,
             f"WATERMARK expression must be '{col.name}' or '{col.name} - INTERVAL ...'",
             span,
         )
@@ -765,8 +778,8 @@ class Planner:
         columns = spec.columns
         keys = state.updating_inserts.get(name)
         if (keys is not None or name in state.batch_inserts) and len(inserts) > 1:
-            raise _error(
-                "updating_union",
+            raise error(
+                ErrorCode.UPDATING_UNION,
                 f"'{name}' takes an updating result; it cannot take other inserts too",
                 state.text.span(inserts[1][1]),
             )
@@ -781,8 +794,8 @@ class Planner:
                 ]
             writable = [c for c in columns if c.physical]
             if len(fields) != len(writable):
-                raise _error(
-                    "column_count_mismatch",
+                raise error(
+                    ErrorCode.COLUMN_COUNT_MISMATCH,
                     f"'{name}' has {len(writable)} columns but the query gives {len(fields)}",
                     state.text.span(offset),
                 )
@@ -836,8 +849,8 @@ class Planner:
     def _check_batch_sink(self, state: _State, sink: TableSpec, offset: int) -> None:
         conn = connector(sink.connector)
         if conn is None or not conn.writes_lines:
-            raise _error(
-                "window_function_sink",
+            raise error(
+                ErrorCode.WINDOW_FUNCTION_SINK,
                 f"connector '{sink.connector}' cannot take the result of a window function yet",
                 state.text.span(offset),
             )
@@ -846,8 +859,8 @@ class Planner:
         conn = connector(sink.connector)
         takes_any = conn is not None and not conn.formats  # blackhole
         if not takes_any and (sink.format is None or sink.format.name != "debezium_json"):
-            raise _error(
-                "updating_into_append_sink",
+            raise error(
+                ErrorCode.UPDATING_INTO_APPEND_SINK,
                 f"this query gives an updating result (rows change as input arrives), which "
                 f"'{sink.name}' cannot write as format "
                 f"'{sink.format.name if sink.format else 'none'}'; "
@@ -855,8 +868,8 @@ class Planner:
                 state.text.span(offset),
             )
         if conn is None or not conn.writes_lines:
-            raise _error(
-                "updating_unsupported_sink",
+            raise error(
+                ErrorCode.UPDATING_UNSUPPORTED_SINK,
                 f"connector '{sink.connector}' cannot write updating results yet",
                 state.text.span(offset),
             )
@@ -870,7 +883,7 @@ class Planner:
         try:
             return self.spark.sql(sql_text).schema
         except (AnalysisException, ParseException) as err:
-            raise _spark_diagnostic(state.text, err, original) from err
+            raise spark_diagnostic(state.text, err, original) from err
 
     def _check_streaming(
         self, state: _State, sql_text: str, original: exp.Query, planned: _Planned
@@ -878,46 +891,16 @@ class Planner:
         """A query into a sink must read a stream: lookup tables alone are static."""
         self.analyse(state, sql_text, original)
         if planned.static:
-            raise _error(
-                "lookup_only",
+            raise error(
+                ErrorCode.LOOKUP_ONLY,
                 "this query reads only lookup tables, which are static: join them with a "
                 "stream (a source table)",
-                _span_of(state.text, original),
+                span_of(state.text, original),
             )
 
 
 def _to_spark_sql(node: exp.Expression) -> str:
     return node.sql(dialect="spark")
-
-
-def _span_of(text: SourceText, node: exp.Expr) -> Span | None:
-    for candidate in (node, node.this if isinstance(node.this, exp.Expression) else None):
-        if candidate is not None and "start" in candidate.meta:
-            return text.span(int(candidate.meta["start"]))
-    for child in node.walk():
-        if isinstance(child, exp.Expression) and "start" in child.meta:
-            return text.span(int(child.meta["start"]))
-    return None
-
-
-def _spark_diagnostic(text: SourceText, err: Any, original: exp.Expr) -> PlanningError:
-    condition = (err.getCondition() if hasattr(err, "getCondition") else None) or ""
-    params = err.getMessageParameters() or {}
-    span = _span_of(text, original)
-    message = str(err).split("\n")[0]
-    message = message.split(" SQLSTATE")[0]
-    if condition.startswith("UNRESOLVED_COLUMN"):
-        name = params.get("objectName", "").split(".")[-1].strip("`")
-        for col in original.find_all(exp.Column):
-            if col.name == name:
-                span = _span_of(text, col) or span
-                break
-        proposal = params.get("proposal", "")
-        hint = f" (did you mean one of: {proposal}?)" if proposal else ""
-        return _error("unknown_column", f"unknown column '{name}'{hint}", span)
-    if condition.startswith("UNRESOLVED_ROUTINE"):
-        return _error("unknown_function", f"unknown function {params.get('routineName', '')}", span)
-    return _error("invalid_query", message, span)
 
 
 class _Rewriter:
@@ -937,13 +920,16 @@ class _Rewriter:
         self.into_sink = into_sink
 
     def top_level(self, query: exp.Query) -> _Planned:
-        for clause, what in (("order", "ORDER BY"), ("limit", "LIMIT")):
+        for clause, what, code in (
+            ("order", "ORDER BY", ErrorCode.UNSUPPORTED_ORDER),
+            ("limit", "LIMIT", ErrorCode.UNSUPPORTED_LIMIT),
+        ):
             node = query.args.get(clause)
             if node is not None:
-                raise _error(
-                    "unsupported_" + clause,
+                raise error(
+                    code,
                     f"{what} is not supported on an unbounded stream",
-                    _span_of(self.text, node) or _span_of(self.text, query),
+                    span_of(self.text, node) or span_of(self.text, query),
                 )
         return self.query(query)
 
@@ -956,31 +942,31 @@ class _Rewriter:
                 self._register_cte(query, cte)
         if isinstance(query, exp.Union):
             if query.args.get("distinct"):
-                raise _error(
-                    "unsupported_union",
+                raise error(
+                    ErrorCode.UNSUPPORTED_UNION,
                     "UNION without ALL is not supported on streams; use UNION ALL",
-                    _span_of(self.text, query),
+                    span_of(self.text, query),
                 )
             left = self._nested(query.left)
             right = self._nested(query.right)
             if left.batch_input is not None or right.batch_input is not None:
-                raise _error(
-                    "window_function_union",
+                raise error(
+                    ErrorCode.WINDOW_FUNCTION_UNION,
                     "UNION ALL of window-function results is not supported",
-                    _span_of(self.text, query),
+                    span_of(self.text, query),
                 )
             if left.updating is not None or right.updating is not None:
-                raise _error(
-                    "updating_union",
+                raise error(
+                    ErrorCode.UPDATING_UNION,
                     "UNION ALL of updating results is not supported",
-                    _span_of(self.text, query),
+                    span_of(self.text, query),
                 )
             if left.static != right.static:
-                raise _error(
-                    "lookup_union",
+                raise error(
+                    ErrorCode.LOOKUP_UNION,
                     "UNION ALL of a stream and a lookup table is not supported (Spark unions "
                     "streams with streams only); join the lookup table instead",
-                    _span_of(self.text, query),
+                    span_of(self.text, query),
                 )
             query.set("this", left.node)
             query.set("expression", right.node)
@@ -992,8 +978,10 @@ class _Rewriter:
                 query, inner.window, inner.updating, inner.batch_input, static=inner.static
             )
         if not isinstance(query, exp.Select):
-            raise _error(
-                "unsupported_query", f"unsupported query: {query.key}", _span_of(self.text, query)
+            raise error(
+                ErrorCode.UNSUPPORTED_QUERY,
+                f"unsupported query: {query.key}",
+                span_of(self.text, query),
             )
         return self._select(query)
 
@@ -1049,7 +1037,9 @@ class _Rewriter:
                 self.planner.udfs.kinds if self.planner.udfs else None,
             )
         except FunctionError as err:
-            raise _error("bad_function_call", str(err), _span_of(self.text, err.node)) from err
+            raise error(
+                ErrorCode.BAD_FUNCTION_CALL, str(err), span_of(self.text, err.node)
+            ) from err
         streams = [r for r in relations if not r.static]
         if relations and not streams:
             return _Planned(select, static=True)  # lookup tables alone: Spark runs it as it is
@@ -1061,11 +1051,11 @@ class _Rewriter:
         batch_inputs = [r for r in relations if r.batch_input is not None]
         if batch_inputs:
             if is_aggregate or len(relations) > 1:
-                raise _error(
-                    "window_function_input",
+                raise error(
+                    ErrorCode.WINDOW_FUNCTION_INPUT,
                     "only projections and filters can follow a window function such as "
                     "ROW_NUMBER()",
-                    _span_of(self.text, select),
+                    span_of(self.text, select),
                 )
             return _Planned(select, None, None, batch_inputs[0].batch_input)
         over = [w for w in select.find_all(exp.Window) if w.find_ancestor(exp.Select) is select]
@@ -1087,11 +1077,11 @@ class _Rewriter:
             return self._changelog_aggregate(select, [self._stage_changes(select, relations[0])])
         if updating_inputs and (is_aggregate or len(relations) > 1):
             what = "an aggregate" if is_aggregate else "a join"
-            raise _error(
-                "updating_input",
+            raise error(
+                ErrorCode.UPDATING_INPUT,
                 f"{what} over an updating result is not supported; "
                 f"aggregate or join the input before it is updated",
-                _span_of(self.text, select),
+                span_of(self.text, select),
             )
         if is_aggregate:
             return self._updating_aggregate(select, relations)
@@ -1465,22 +1455,22 @@ class _Rewriter:
             side = (join.args.get("side") or "").upper()
             kind = (join.args.get("kind") or "").upper()
             if kind in ("SEMI", "ANTI") and not rel.static and not streaming:
-                raise _error(
-                    "lookup_outer_join",
+                raise error(
+                    ErrorCode.LOOKUP_OUTER_JOIN,
                     f"a {kind} JOIN of a lookup table with a stream would decide each lookup "
                     f"row on stream rows still to come; filter the stream by the lookup table "
                     f"instead (stream {kind} JOIN lookup)",
-                    _span_of(self.text, join),
+                    span_of(self.text, join),
                 )
             if (rel.static and streaming and side in ("RIGHT", "FULL")) or (
                 not rel.static and not streaming and side in ("LEFT", "FULL")
             ):
-                raise _error(
-                    "lookup_outer_join",
+                raise error(
+                    ErrorCode.LOOKUP_OUTER_JOIN,
                     f"a {side} JOIN would keep the lookup table's unmatched rows, which a "
                     f"stream can never rule out; keep the stream's instead "
                     f"(stream LEFT JOIN lookup)",
-                    _span_of(self.text, join),
+                    span_of(self.text, join),
                 )
 
     def _check_unwindowed_joins(self, select: exp.Select, relations: list[_Relation]) -> None:
@@ -1492,11 +1482,11 @@ class _Rewriter:
                 continue  # a join with lookup tables
             side = (join.args.get("side") or "").upper()
             if side in ("LEFT", "RIGHT", "FULL"):
-                raise _error(
-                    "unwindowed_outer_join",
+                raise error(
+                    ErrorCode.UNWINDOWED_OUTER_JOIN,
                     f"a {side} JOIN needs both inputs windowed the same way; "
                     f"without windows only inner joins are supported",
-                    _span_of(self.text, join),
+                    span_of(self.text, join),
                 )
             on = join.args.get("on")
             equalities = [
@@ -1505,11 +1495,11 @@ class _Rewriter:
                 if isinstance(eq.this, exp.Column) and isinstance(eq.expression, exp.Column)
             ]
             if not equalities and not join.args.get("using"):
-                raise _error(
-                    "join_without_equality",
+                raise error(
+                    ErrorCode.JOIN_WITHOUT_EQUALITY,
                     "a join without windows needs an equality between the inputs' columns "
                     "(ON a.k = b.k)",
-                    _span_of(self.text, join),
+                    span_of(self.text, join),
                 )
 
     def _relations(self, select: exp.Select) -> list[_Relation]:
@@ -1541,27 +1531,29 @@ class _Rewriter:
                     )
                 )
             else:
-                raise _error(
-                    "unsupported_query",
+                raise error(
+                    ErrorCode.UNSUPPORTED_QUERY,
                     f"unsupported FROM item: {source.key}",
-                    _span_of(self.text, source),
+                    span_of(self.text, source),
                 )
         return relations
 
     def _table_relation(self, table: exp.Table) -> _Relation:
         name = table.name
-        span = _span_of(self.text, table)
+        span = span_of(self.text, table)
         known = self.state.tables.get(name)
         if known is not None and known.spec.role == "sink":
-            raise _error("read_from_sink", f"cannot read from '{name}': it is a sink table", span)
+            raise error(
+                ErrorCode.READ_FROM_SINK, f"cannot read from '{name}': it is a sink table", span
+            )
         if name in self.state.memory and name not in self.state.memory_written:
-            raise _error(
-                "memory_table_read_before_write",
+            raise error(
+                ErrorCode.MEMORY_TABLE_READ_BEFORE_WRITE,
                 f"memory table '{name}' is read before any INSERT INTO it",
                 span,
             )
         if known is None and name not in self.state.view_windows:
-            raise _error("unknown_table", f"no table or view named '{name}'", span)
+            raise error(ErrorCode.UNKNOWN_TABLE, f"no table or view named '{name}'", span)
 
         schema = self.planner.spark.table(quote_name(name)).schema
         return _Relation(
@@ -1581,10 +1573,10 @@ class _Rewriter:
             elif isinstance(projection, exp.Column) and isinstance(projection.this, exp.Star):
                 targets = [r for r in relations if r.alias == projection.table]
                 if not targets:
-                    raise _error(
-                        "unknown_table",
+                    raise error(
+                        ErrorCode.UNKNOWN_TABLE,
                         f"no relation named '{projection.table}'",
-                        _span_of(self.text, projection),
+                        span_of(self.text, projection),
                     )
             else:
                 expanded.append(projection)
@@ -1601,7 +1593,7 @@ class _Rewriter:
     def _event_time(self, relations: list[_Relation]) -> exp.Expression:
         with_time = [r for r in relations if r.has_event_time]
         if not with_time:
-            raise _error("no_event_time", "this input has no event time to window on", None)
+            raise error(ErrorCode.NO_EVENT_TIME, "this input has no event time to window on", None)
         table = with_time[0].alias if len(relations) > 1 else None
         return exp.column(EVENT_TIME, table=table)
 
@@ -1622,30 +1614,30 @@ class _Rewriter:
         for node, _ in found:
             clause = node.find_ancestor(exp.Group, exp.Where, exp.Having, exp.Join, exp.Order)
             if group is None or (clause is not None and not isinstance(clause, exp.Group)):
-                raise _error(
-                    "window_outside_group_by",
+                raise error(
+                    ErrorCode.WINDOW_OUTSIDE_GROUP_BY,
                     f"window function {window_name(node)}() can only be used in "
                     f"GROUP BY (or selected and grouped by)",
-                    _span_of(self.text, node),
+                    span_of(self.text, node),
                 )
         input_window = next((r.window for r in relations if r.window), None)
         specs = {spec for _, spec in found}
         if len(specs) > 1:
-            raise _error(
-                "mismatched_windows",
+            raise error(
+                ErrorCode.MISMATCHED_WINDOWS,
                 "a query can group by only one window",
-                _span_of(self.text, found[1][0]),
+                span_of(self.text, found[1][0]),
             )
         spec = found[0][1]
         if input_window is not None:
             name, in_spec = input_window
             if in_spec != spec:
-                raise _error(
-                    "mismatched_windows",
+                raise error(
+                    ErrorCode.MISMATCHED_WINDOWS,
                     f"the input is already windowed by {in_spec.describe()} "
                     f"(column '{name}'), which does not match {spec.describe()}; "
                     f"group by '{name}' instead",
-                    _span_of(self.text, found[0][0]),
+                    span_of(self.text, found[0][0]),
                 )
             rel = next(r for r in relations if r.window)
             replacement: exp.Expression = exp.column(name, table=rel.alias, quoted=True)
@@ -1656,22 +1648,24 @@ class _Rewriter:
         return replacement, spec
 
     def _window_spec(self, node: exp.Anonymous, kind: str) -> WindowSpec:
-        span = _span_of(self.text, node)
+        span = span_of(self.text, node)
         args = node.expressions
         expected = 2 if kind == "hop" else 1
         if len(args) != expected:
-            raise _error("bad_window", f"{kind}() takes {expected} interval argument(s)", span)
+            raise error(
+                ErrorCode.BAD_WINDOW, f"{kind}() takes {expected} interval argument(s)", span
+            )
         try:
             values = [interval_us(a) for a in args]
         except DurationError as err:
-            raise _error("bad_window", f"{kind}(): {err}", span) from err
+            raise error(ErrorCode.BAD_WINDOW, f"{kind}(): {err}", span) from err
         if any(v <= 0 for v in values):
-            raise _error("bad_window", f"{kind}() intervals must be positive", span)
+            raise error(ErrorCode.BAD_WINDOW, f"{kind}() intervals must be positive", span)
         if kind == "hop":
             slide, width = values
             if width % slide != 0:
-                raise _error(
-                    "bad_hop",
+                raise error(
+                    ErrorCode.BAD_HOP,
                     f"hop() width ({args[1].sql('postgres')}) must be a multiple of "
                     f"its slide ({args[0].sql('postgres')})",
                     span,
@@ -1747,7 +1741,7 @@ class _Rewriter:
             return False
         window = ranked[0].unalias()
         rank = ranked[0].alias_or_name
-        span = _span_of(self.text, window)
+        span = span_of(self.text, window)
         original = [p.alias_or_name for p in inner.expressions]
         where = select.args.get("where")
         conditions = _conjuncts(where.this) if where is not None else []
@@ -1756,32 +1750,32 @@ class _Rewriter:
             return False
         n = _rank_limit(bound, rank) or 0
         if not 1 <= n <= _MAX_TOP_N:
-            raise _error(
-                "unwindowed_top_n",
+            raise error(
+                ErrorCode.UNWINDOWED_TOP_N,
                 f"a top-N over input without windows takes N from 1 to {_MAX_TOP_N:,}",
-                _span_of(self.text, bound.this) or span,
+                span_of(self.text, bound.this) or span,
             )
         order = window.args.get("order")
         ordered = order.expressions if order is not None else []
         directions = {bool(o.args.get("desc")) for o in ordered}
         if not ordered or len(directions) != 1:
-            raise _error(
-                "unwindowed_top_n",
+            raise error(
+                ErrorCode.UNWINDOWED_TOP_N,
                 "ROW_NUMBER() over input without windows needs an ORDER BY, all in one "
                 "direction (ASC or DESC)",
                 span,
             )
         if self._reads_changelog(inner):
-            raise _error(
-                "window_function_input",
+            raise error(
+                ErrorCode.WINDOW_FUNCTION_INPUT,
                 "ROW_NUMBER() over a changelog (updating) input is not supported",
                 span,
             )
         keys = window.args.get("partition_by") or []
         projected = {p.unalias() for p in inner.expressions if p is not ranked[0]}
         if not keys or any(k not in projected for k in keys):
-            raise _error(
-                "unwindowed_top_n",
+            raise error(
+                ErrorCode.UNWINDOWED_TOP_N,
                 "ROW_NUMBER() over input without windows must be PARTITION BY columns that "
                 "the query also selects (they become the keys of its updating result)",
                 span,
@@ -1891,10 +1885,10 @@ class _Rewriter:
         input. Every row of a window is emitted in the same micro-batch (the one in which the
         watermark passes its end), so ranking each batch ranks each window completely: the
         query runs per batch, over the batch of its (streaming) input."""
-        span = _span_of(self.text, over[0])
+        span = span_of(self.text, over[0])
         if len(relations) != 1 or relations[0].window is None or relations[0].updating:
-            raise _error(
-                "window_function_input",
+            raise error(
+                ErrorCode.WINDOW_FUNCTION_INPUT,
                 "window functions such as ROW_NUMBER() need windowed input: the result of a "
                 "GROUP BY tumble(...), hop(...) or session(...), partitioned by its window",
                 span,
@@ -1905,11 +1899,11 @@ class _Rewriter:
         for w in over:
             parts = w.args.get("partition_by") or []
             if not any(isinstance(p, exp.Column) and p.name == window_column for p in parts):
-                raise _error(
-                    "window_function_partition",
+                raise error(
+                    ErrorCode.WINDOW_FUNCTION_PARTITION,
                     f"a window function over windowed input must be partitioned by its window "
                     f"column: PARTITION BY {window_column}",
-                    _span_of(self.text, w) or span,
+                    span_of(self.text, w) or span,
                 )
         from_ = select.args.get("from_") or select.args.get("from")
         assert from_ is not None
@@ -2457,11 +2451,11 @@ class _Rewriter:
             )
         # count(DISTINCT x) arrives here already rewritten (see arroyo.sql.functions).
         name = "count(DISTINCT ...)" if isinstance(node, exp.ArrayUniqueAgg) else f"{node.key}()"
-        raise _error(
-            "changelog_aggregate",
+        raise error(
+            ErrorCode.CHANGELOG_AGGREGATE,
             f"{name} cannot retract rows of a changelog (updates and deletes); "
             f"over a changelog use count, sum or avg",
-            _span_of(self.text, node),
+            span_of(self.text, node),
         )
 
     def _updating_projection(self, select: exp.Select, input_: _Relation) -> _Planned:
@@ -2471,10 +2465,10 @@ class _Rewriter:
         names = [p.alias_or_name for p in select.expressions]
         for key in input_.updating:
             if key not in names:
-                raise _error(
-                    "updating_key_dropped",
+                raise error(
+                    ErrorCode.UPDATING_KEY_DROPPED,
                     f"the updating input is keyed by '{key}', which this query must select",
-                    _span_of(self.text, select),
+                    span_of(self.text, select),
                 )
         conditions: list[exp.Expression] = []
         if any(name == KEEP for name, _ in input_.columns):
