@@ -23,7 +23,6 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import sqlglot
@@ -48,6 +47,7 @@ from arroyo.program.spec import (
     WindowAggregateSpec,
 )
 from arroyo.sql.functions import FunctionError, translate
+from arroyo.sql.planner.context import Catalog
 from arroyo.sql.planner.diagnostics import (
     ErrorCode,
     diagnostic,
@@ -69,10 +69,8 @@ from arroyo.sql.time import DurationError, interval_us, parse_duration_us
 from arroyo.sql.types import spark_type
 from arroyo.sql.windows import WindowSpec, window_name
 from arroyo.udfs import UdfLibrary
-from arroyo.udfs import register as register_udfs
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
 
@@ -175,38 +173,27 @@ def _setting_duration_us(value: str) -> int:
 
 
 class Planner:
-    """Plans Arroyo SQL against a SparkSession (which it uses for analysis only: no query runs,
-    no external system is contacted)."""
+    """Plans Arroyo SQL, letting Spark analyse each query through ``catalog`` (for analysis
+    only: no query runs, no external system is contacted). ``arroyo.engine.catalog`` makes
+    one on a SparkSession (``spark_planner``)."""
 
     def __init__(
         self,
-        spark: SparkSession,
+        catalog: Catalog,
         *,
         parallelism: int = 1,
-        state_dir: Path | None = None,
         udfs: UdfLibrary | None = None,
         profiles: Mapping[str, ConnectionProfile] | None = None,
     ) -> None:
-        self.spark = spark
+        self.catalog = catalog
         self.parallelism = parallelism
-        self.state_dir = state_dir or Path("/tmp/arroyo-planning")
         self.udfs = udfs
         self.profiles = dict(profiles or {})
 
     def plan(self, sql: str) -> PipelineProgram:
-        from arroyo.engine.build import (
-            BuildSettings,
-            drop_temp_views,
-            register_source,
-            register_view,
-        )
-
         text, statements = parse_script(sql)
         state = _State(text)
-        if self.udfs is not None:
-            register_udfs(self.spark, self.udfs)
-        settings = BuildSettings(self.state_dir, self.parallelism, planning=True)
-        drop_temp_views(self.spark)
+        self.catalog.start_plan(self.udfs)
         sources: list[TableSpec] = []
         diagnostics: list[Diagnostic] = []
         for stmt in statements:
@@ -223,12 +210,12 @@ class Planner:
                     if table.spec.is_lookup:
                         sources.append(table.spec)
                         state.static.add(stmt.name)
-                        self._register_lookup(state, stmt, table.spec, settings)
+                        self._register_lookup(state, stmt, table.spec)
                     elif table.spec.role == "source":
                         sources.append(table.spec)
                         if table.spec.is_changelog:
                             state.view_updating[stmt.name] = table.spec.primary_key
-                        register_source(self.spark, table.spec, settings)
+                        self.catalog.register_source(table.spec)
                 elif isinstance(stmt, CreateTable | CreateView):
                     query = stmt.as_query if isinstance(stmt, CreateTable) else stmt.query
                     assert query is not None
@@ -236,7 +223,7 @@ class Planner:
                     planned = _Rewriter(self, state).top_level(query)
                     view = ViewSpec(stmt.name, planned.node.sql(dialect="spark"))
                     self.analyse(state, view.sql, query)
-                    register_view(self.spark, view)
+                    self.catalog.register_view(view)
                     state.views.append(view)
                     state.view_windows[stmt.name] = planned.window
                     state.view_updating[stmt.name] = planned.updating
@@ -435,9 +422,7 @@ class Planner:
         casts += [f"`{n}`" for n in _HIDDEN if n in schema.fieldNames()]
         view = ViewSpec(name, f"SELECT {', '.join(casts)} FROM ({sql_text}) AS `__memory`")
         self.analyse(state, view.sql, stmt.query)
-        from arroyo.engine.build import register_view
-
-        register_view(self.spark, view)
+        self.catalog.register_view(view)
         state.views.append(view)
         state.view_windows[name] = planned.window
         state.view_updating[name] = planned.updating
@@ -445,23 +430,19 @@ class Planner:
             state.static.add(name)
         state.memory_written.add(name)
 
-    def _register_lookup(
-        self, state: _State, stmt: CreateTable, spec: TableSpec, settings: Any
-    ) -> None:
+    def _register_lookup(self, state: _State, stmt: CreateTable, spec: TableSpec) -> None:
         """A lookup table's view: its rows read whole (no event time), for joins with streams.
         Reading it lists its files, so a path with none is an error now, not when it runs."""
         from pyspark.errors import AnalysisException
 
         from arroyo.connectors.base import ConnectorError
-        from arroyo.engine.build import register_source
 
         try:
-            register_source(self.spark, spec, settings)
+            self.catalog.register_source(spec)
         except (ConnectorError, AnalysisException) as err:
             # An empty stand-in, so that the queries reading it are still checked.
             ddl = ", ".join(f"{quote_name(c.name)} {c.spark_type}" for c in spec.columns)
-            empty = self.spark.createDataFrame([], ddl or "unknown STRING")
-            empty.createOrReplaceTempView(spec.name)
+            self.catalog.register_empty(spec.name, ddl or "unknown STRING")
             message = str(err).split("\n")[0].split(" SQLSTATE")[0]
             raise error(ErrorCode.LOOKUP_TABLE, message, state.text.span(stmt.offset)) from err
 
@@ -768,8 +749,7 @@ class Planner:
         reads in the same query (_State.fused_views)."""
         if not state.fused_views:
             return False
-        plan = self.spark.sql(sql)._jdf.queryExecution().analyzed().toString()
-        return any(f"View (`{name}`," in plan for name in state.fused_views)
+        return self.catalog.reads_views(sql, state.fused_views)
 
     def _sink_query(self, state: _State, name: str, inserts: list[tuple[str, int]]) -> SinkQuery:
         table = state.tables[name]
@@ -785,7 +765,7 @@ class Planner:
             )
         keep = False
         for sql_text, offset in inserts:
-            schema = self.spark.sql(sql_text).schema
+            schema = self.catalog.schema(sql_text)
             keep = keep or KEEP in schema.fieldNames()
             fields = [f for f in schema.fields if f.name not in _HIDDEN]
             if not columns:
@@ -830,7 +810,7 @@ class Planner:
         if keys is None:
             return SinkQuery(spec, " UNION ALL ".join(selects))
         # The keys are named as the query names them; the sink may rename columns by position.
-        names = [f.name for f in self.spark.sql(inserts[0][0]).schema.fields]
+        names = [f.name for f in self.catalog.schema(inserts[0][0]).fields]
         renamed = {
             n: c.name for n, c in zip([n for n in names if n not in _HIDDEN], columns, strict=False)
         }
@@ -881,7 +861,7 @@ class Planner:
         from pyspark.errors import AnalysisException, ParseException
 
         try:
-            return self.spark.sql(sql_text).schema
+            return self.catalog.schema(sql_text)
         except (AnalysisException, ParseException) as err:
             raise spark_diagnostic(state.text, err, original) from err
 
@@ -998,14 +978,12 @@ class _Rewriter:
             self.into_sink = into_sink
 
     def _register_cte(self, query: exp.Query, cte: exp.CTE) -> None:
-        from arroyo.engine.build import register_view
-
         name = cte.alias
         unique = f"{name}__cte{next(self.state.counter)}"
         planned = self._nested(cte.this)
         view = ViewSpec(unique, planned.node.sql(dialect="spark"))
         self.planner.analyse(self.state, view.sql, cte.this)
-        register_view(self.planner.spark, view)
+        self.planner.catalog.register_view(view)
         self.state.views.append(view)
         self.state.view_windows[unique] = planned.window
         self.state.view_updating[unique] = planned.updating
@@ -1194,8 +1172,6 @@ class _Rewriter:
         by the window and at least one key), or its types are not ones it takes."""
         from pyspark.errors import AnalysisException, IllegalArgumentException
 
-        from arroyo.engine.build import window_aggregate, window_aggregate_results
-
         view = next((v for v in self.state.views if v.name == root), None)
         window = self.state.view_windows.get(root)
         if view is None or window is None or view.interval_join or view.changes:
@@ -1256,8 +1232,8 @@ class _Rewriter:
             "expressions", [*keys, exp.alias_(call.expressions[0].copy(), EVENT_TIME), *arguments]
         )
         feed.set("group", None)
-        spark = self.planner.spark
-        schema = spark.table(quote_name(root)).schema
+        catalog = self.planner.catalog
+        schema = catalog.table_schema(root)
         aggregate = WindowAggregateSpec(
             feed.sql(dialect="spark"),
             len(keys),
@@ -1272,15 +1248,14 @@ class _Rewriter:
             max(64, 8 * self.planner.parallelism),
         )
         try:
-            partials = window_aggregate(spark, aggregate)
             # Per-batch queries read its rows as they would read Spark's.
-            summed = window_aggregate_results(partials, aggregate)
+            partials, summed = catalog.window_aggregate(aggregate)
         except (IllegalArgumentException, AnalysisException):
             return None  # a function, key or type it does not take; a name its columns use
-        if _columns(summed.schema) != _columns(schema):
+        if _columns(summed) != _columns(schema):
             return None
         name = f"__window_aggregate{next(self.state.counter)}"
-        partials.createOrReplaceTempView(name)
+        catalog.register_frame(name, partials)
         self.state.views.append(ViewSpec(name, view.sql, window_aggregate=aggregate))
         self.state.view_windows[name] = window
         self.state.view_updating[name] = None
@@ -1352,7 +1327,7 @@ class _Rewriter:
             for c in conditions
         ):
             return None
-        schema = self.planner.spark.table(quote_name(root)).schema
+        schema = self.planner.catalog.table_schema(root)
         types = {f.name: f.dataType for f in schema.fields}
         names = list(payload)
         key_type = types[column].simpleString()
@@ -1366,9 +1341,7 @@ class _Rewriter:
         spec = AggregateSpec(function, ddl, names.index(column), largest)
         from pyspark.errors import AnalysisException
 
-        from arroyo.engine.build import register_aggregate, register_view
-
-        register_aggregate(self.planner.spark, spec)
+        self.planner.catalog.register_aggregate(spec)
         # The new root: the same query, grouped by its window alone, its other grouped
         # columns gathered into the top rows.
         helper = "__arroyo_rows"
@@ -1387,7 +1360,7 @@ class _Rewriter:
         node.args["from_"].this.set("this", new_inner)
         view = ViewSpec(f"{root}__top_rows{next(self.state.counter)}", node.sql(dialect="spark"))
         try:
-            register_view(self.planner.spark, view)
+            self.planner.catalog.register_view(view)
         except AnalysisException:
             # Spark refused the smaller root (say, a grouped column its aggregate's input
             # cannot take): the query runs over the root it was written with.
@@ -1555,7 +1528,7 @@ class _Rewriter:
         if known is None and name not in self.state.view_windows:
             raise error(ErrorCode.UNKNOWN_TABLE, f"no table or view named '{name}'", span)
 
-        schema = self.planner.spark.table(quote_name(name)).schema
+        schema = self.planner.catalog.table_schema(name)
         return _Relation(
             table.alias_or_name,
             _columns(schema),
@@ -1926,16 +1899,13 @@ class _Rewriter:
     def _register_batch_view(self, view: str) -> None:
         """An empty stand-in for the micro-batch of ``view`` that per-batch queries read, so
         that they can be analysed while planning (the runner registers each real batch)."""
-        schema = self.planner.spark.table(quote_name(view)).schema
-        empty = self.planner.spark.createDataFrame([], schema)
-        empty.createOrReplaceTempView(batch_view_name(view))
+        schema = self.planner.catalog.table_schema(view)
+        self.planner.catalog.register_empty(batch_view_name(view), schema)
 
     def _add_view(self, name: str, sql: str, original: exp.Expr, relation: _Relation) -> None:
-        from arroyo.engine.build import register_view
-
         view = ViewSpec(name, sql)
         self.planner.analyse(self.state, view.sql, original)
-        register_view(self.planner.spark, view)
+        self.planner.catalog.register_view(view)
         self.state.views.append(view)
         self.state.view_windows[name] = relation.window
         self.state.view_updating[name] = relation.updating
@@ -1990,11 +1960,10 @@ class _Rewriter:
 
         from_ = select.args.get("from_") or select.args.get("from")
         assert from_ is not None
-        spark = self.planner.spark
         # The result's column names stay what Spark names them now (``A.auction.category``
         # is ``category``, ``max(B.bid.price)`` is ``max(bid.price)``), not after the
         # rewrite below.
-        names = spark.sql(select.sql(dialect="spark")).schema.fieldNames()
+        names = self.planner.catalog.schema(select.sql(dialect="spark")).fieldNames()
         for p, name in zip(select.expressions, names, strict=False):
             if p.meta.get(_RANKED_ROWS):
                 break  # a generator of several columns: the names no longer line up
@@ -2152,7 +2121,6 @@ class _Rewriter:
                     upper = min(upper, offset)
         if keys is None or math.isinf(lower) or math.isinf(upper):
             return None
-        spark = self.planner.spark
         # Conditions on one input's columns alone filter that input before the join (as
         # Spark's optimizer would push them, which it cannot through the interval join): rows
         # they drop never reach its state. They stay in the condition on the pairs too.
@@ -2208,7 +2176,7 @@ class _Rewriter:
             )
             shared_sql = query(both, left_source, left.alias, either)
         key_types = [
-            spark.sql(q).schema["__lk" if i == 0 else "__rk"].dataType
+            self.planner.catalog.schema(q)["__lk" if i == 0 else "__rk"].dataType
             for i, q in enumerate((left_sql, right_sql))
         ]
         if key_types[0] != key_types[1]:
@@ -2225,10 +2193,8 @@ class _Rewriter:
             f"AND __r.__rt <= __l.__lt + {seconds(upper)}",
             IntervalJoinSpec(left_sql, right_sql, int(lower), int(upper), shared_sql),
         )
-        from arroyo.engine.build import register_view
-
         self.planner.analyse(self.state, view.sql, select)
-        register_view(spark, view)
+        self.planner.catalog.register_view(view)
         self.state.views.append(view)
         self.state.view_windows[name] = None
         self.state.view_updating[name] = None
@@ -2246,8 +2212,6 @@ class _Rewriter:
         aggregate takes (or has a HAVING), returns None: the changes go through a stage
         (_stage_changes)."""
         from pyspark.errors import IllegalArgumentException
-
-        from arroyo.engine.build import changes
 
         from_ = select.args.get("from_") or select.args.get("from")
         assert from_ is not None
@@ -2287,23 +2251,23 @@ class _Rewriter:
         named = {k.alias_or_name for k in keys}
         if len(keys) != len(grouped) or named != set(input_.updating or []):
             return None
-        spark = self.planner.spark
+        catalog = self.planner.catalog
         feed = inner.copy()
         feed.set("expressions", [*keys, *arguments])
         feed.set("group", None)
         ttl_ms = self.state.updating_ttl_us // 1000 if ttl else 0
         spec = ChangesSpec(feed.sql(dialect="spark"), len(keys), kinds, names, ttl_ms)
         try:
-            fused = changes(spark, spec)
+            fused = catalog.changes(spec)
         except IllegalArgumentException:
             return None  # a function or type the retracting aggregate does not take
         # Its results must have the types Spark's aggregate gives them (the outer query reads
         # them as it would read Spark's).
-        aggregate = spark.sql(inner.sql(dialect="spark")).schema
+        aggregate = catalog.schema(inner.sql(dialect="spark"))
         if any(fused.schema[n].dataType != aggregate[n].dataType for n in names):
             return None
         name = f"__changes{next(self.state.counter)}"
-        fused.createOrReplaceTempView(name)
+        catalog.register_frame(name, fused)
         self.state.views.append(ViewSpec(name, inner.sql(dialect="spark"), changes=spec))
         self.state.view_windows[name] = None
         self.state.view_updating[name] = None
@@ -2315,7 +2279,7 @@ class _Rewriter:
                 alias=exp.TableAlias(this=exp.to_identifier(input_.alias)),
             ),
         )
-        return _Relation(input_.alias, _columns(spark.table(name).schema), None)
+        return _Relation(input_.alias, _columns(catalog.table_schema(name)), None)
 
     def _stage_changes(self, select: exp.Select, input_: _Relation) -> _Relation:
         """An aggregate over an updating result (Nexmark q4: the average, per category, of each
@@ -2335,7 +2299,7 @@ class _Rewriter:
             query = source.this.sql(dialect="spark")
         else:
             query = f"SELECT * FROM {quote_name(source.name)}"
-        fields = [f for f in self.planner.spark.sql(query).schema.fields]
+        fields = [f for f in self.planner.catalog.schema(query).fields]
         names = {f.name for f in fields}
         data = [f for f in fields if f.name not in _HIDDEN]
         columns = [ColumnSpec(f.name, f.dataType.simpleString(), f.nullable) for f in data]
@@ -2375,15 +2339,12 @@ class _Rewriter:
 
     def _add_stage(self, spec: TableSpec, writer: SinkQuery) -> _Relation:
         """Register a stage read by the query being planned, and the query that writes it."""
-        from arroyo.engine.build import BuildSettings, reads_bounded_only, register_source
-
-        spark = self.planner.spark
-        spec = replace(spec, bounded=reads_bounded_only(spark.sql(writer.sql)))
+        catalog = self.planner.catalog
+        spec = replace(spec, bounded=catalog.reads_bounded_only(writer.sql))
         writer = replace(writer, sink=replace(spec, role="sink"))
-        settings = BuildSettings(self.planner.state_dir, self.planner.parallelism, planning=True)
-        register_source(spark, spec, settings)
+        catalog.register_source(spec)
         self.state.stages.append((spec, writer))
-        return _Relation(spec.name, _columns(spark.table(spec.name).schema), None)
+        return _Relation(spec.name, _columns(catalog.table_schema(spec.name)), None)
 
     def _reads_changelog(self, select: exp.Select) -> bool:
         """Whether the query reads a changelog source table directly."""
