@@ -23,9 +23,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 from side_by_side import compare, header, print_rows
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.engine.session import SessionSettings, get_or_create_session
-from arroyo.sql.planner import Planner
 from arroyo.testing.kafka import KafkaBroker
 
 SCHEMA = "auction BIGINT, bidder BIGINT, price BIGINT, ts TIMESTAMP"
@@ -81,7 +81,7 @@ def theirs(df: DataFrame, servers: str, out: str, tmp: str) -> list[StreamingQue
 
 
 def ours(spark: SparkSession, sql: str, tmp: str, rows: int) -> list[StreamingQuery]:
-    program = Planner(spark, parallelism=2, state_dir=Path(tmp) / "plan").plan(sql)
+    program = spark_planner(spark, parallelism=2, state_dir=Path(tmp) / "plan").plan(sql)
     runner = PipelineRunner(
         spark, program, Path(tempfile.mkdtemp(dir=tmp)), max_records_per_batch=rows
     )

@@ -84,8 +84,8 @@ def _queries(engine: str, args: argparse.Namespace, spark: Any, tmp: Path) -> li
     if engine == "arroyo":
         from nexmark_side_input import side_input_file
 
+        from arroyo.engine.catalog import spark_planner
         from arroyo.engine.runner import PipelineRunner
-        from arroyo.sql.planner import Planner
 
         query = (QUERIES / f"{args.query}.sql").read_text()
         sql = (
@@ -94,7 +94,7 @@ def _queries(engine: str, args: argparse.Namespace, spark: Any, tmp: Path) -> li
             + (_SIDE_INPUT.format(path=side_input_file()) if "side_input" in query else "")
             + query
         )
-        program = Planner(spark, parallelism=args.parallelism, state_dir=tmp).plan(sql)
+        program = spark_planner(spark, parallelism=args.parallelism, state_dir=tmp).plan(sql)
         runner = PipelineRunner(
             spark, program, tmp / "state", max_records_per_batch=args.batch_rows
         )

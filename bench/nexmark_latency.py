@@ -60,9 +60,9 @@ def _ms(iso: str) -> float:
 def _run(query: str, rate: int, args: argparse.Namespace) -> tuple[list[Any], int, int]:
     """Runs ``query`` for ``args.seconds``; returns its batches' progress, the source's start
     (epoch ms: event ``n`` is readable from start + n * 1000 / rate) and the watermark delay."""
+    from arroyo.engine.catalog import spark_planner
     from arroyo.engine.runner import PipelineRunner
     from arroyo.engine.session import SessionSettings, get_or_create_session
-    from arroyo.sql.planner import Planner
 
     spark = get_or_create_session(SessionSettings(parallelism=args.parallelism))
     with tempfile.TemporaryDirectory() as tmp:
@@ -71,7 +71,7 @@ def _run(query: str, rate: int, args: argparse.Namespace) -> tuple[list[Any], in
             "CREATE TABLE sink WITH (connector = 'blackhole');\n"
             f"INSERT INTO sink {QUERIES[query]};"
         )
-        program = Planner(spark, parallelism=args.parallelism, state_dir=Path(tmp)).plan(sql)
+        program = spark_planner(spark, parallelism=args.parallelism, state_dir=Path(tmp)).plan(sql)
         state = Path(tmp) / "state"
         runner = PipelineRunner(spark, program, state, trigger_interval_ms=args.trigger_ms)
         runner.start()
@@ -99,9 +99,9 @@ def _run(query: str, rate: int, args: argparse.Namespace) -> tuple[list[Any], in
 def _run_real_time(rate: int, args: argparse.Namespace, broker: Any) -> np.ndarray:
     """The stateless query in real-time mode into a Kafka topic for ``args.seconds``; returns
     each record's latency (ms: broker append time minus event time) after the warm-up."""
+    from arroyo.engine.catalog import spark_planner
     from arroyo.engine.runner import PipelineRunner
     from arroyo.engine.session import SessionSettings, get_or_create_session
-    from arroyo.sql.planner import Planner
 
     spark = get_or_create_session(SessionSettings(parallelism=args.parallelism))
     topic = f"latency-{rate}-{int(time.time())}"
@@ -113,7 +113,7 @@ def _run_real_time(rate: int, args: argparse.Namespace, broker: Any) -> np.ndarr
             f"bootstrap_servers = '{broker.bootstrap_servers}', topic = '{topic}');\n"
             f"INSERT INTO sink {QUERIES['stateless']};"
         )
-        program = Planner(spark, parallelism=args.parallelism, state_dir=Path(tmp)).plan(sql)
+        program = spark_planner(spark, parallelism=args.parallelism, state_dir=Path(tmp)).plan(sql)
         runner = PipelineRunner(
             spark, program, Path(tmp) / "state", real_time_batch_ms=args.real_time * 1000
         )

@@ -22,10 +22,10 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
 from arroyo.connectors.nexmark_generator import nexmark_stream
+from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.engine.session import SessionSettings, get_or_create_session
 from arroyo.program.spec import PipelineProgram
-from arroyo.sql.planner import Planner
 from arroyo.udfs import UdfLibrary
 
 ByHand = Callable[[SparkSession, str, argparse.Namespace], DataFrame]
@@ -169,7 +169,9 @@ def run(
                 f"CREATE TABLE sink WITH (connector = 'blackhole');\n"
                 f"INSERT INTO sink {select};"
             )
-            planner = Planner(spark, parallelism=args.parallelism, state_dir=Path(tmp), udfs=udfs)
+            planner = spark_planner(
+                spark, parallelism=args.parallelism, state_dir=Path(tmp), udfs=udfs
+            )
             program = planner.plan(sql)
             mode = "update" if name in update_mode else "append"
 

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from arroyo.engine.session import SessionSettings
     from arroyo.udfs import UdfLibrary
 
-_PLANNER_MODULE = "arroyo.sql.planner"
+# The planner with the catalog it plans against (which imports it), loaded beside the JVM.
+_PLANNER_MODULE = "arroyo.engine.catalog"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -158,11 +159,11 @@ def _plan(
     spark = get_or_create_session(settings)
     imports.join()
     timings.mark("JVM and SparkSession, planner imported beside it")
-    from arroyo.sql.planner import Planner
+    from arroyo.engine.catalog import spark_planner
 
     before = CatalystWork.read(spark) if timings.enabled else None
     with tempfile.TemporaryDirectory(prefix="arroyo-plan-") as tmp:
-        planner = Planner(spark, parallelism=parallelism, state_dir=Path(tmp), udfs=udfs)
+        planner = spark_planner(spark, parallelism=parallelism, state_dir=Path(tmp), udfs=udfs)
         program = planner.plan(sql)
     if before is not None:
         timings.mark("planning", _catalyst(CatalystWork.read(spark) - before))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.errors import PlanningError
-from arroyo.sql.planner import Planner
 
 QUERIES = Path(__file__).parents[2] / "bench" / "nexmark" / "queries"
 TABLES = (
@@ -40,7 +40,7 @@ def test_query_plans_or_is_refused_as_noted(
             "CREATE TABLE side_input (key BIGINT, value TEXT) WITH (connector = 'single_file', "
             f"path = '{side}', format = 'json', type = 'lookup');\n"
         )
-    planner = Planner(spark, state_dir=tmp_path)
+    planner = spark_planner(spark, state_dir=tmp_path)
     if "NOT YET:" in text:
         with pytest.raises(PlanningError) as refused:
             planner.plan(tables + text)

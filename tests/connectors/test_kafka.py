@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError, PlanningError
-from arroyo.sql.planner import Planner
 from arroyo.testing.kafka import KafkaBroker
 from arroyo.testing.schema_registry import SchemaRegistry
 from tests.waiting import wait_until
@@ -66,7 +66,7 @@ def _run_until(
     max_records_per_batch: int | None = None,
 ) -> PipelineRunner:
     """Run the pipeline until ``done()`` holds, then stop it gracefully (a checkpoint)."""
-    program = Planner(spark, state_dir=state.parent / "planning").plan(sql)
+    program = spark_planner(spark, state_dir=state.parent / "planning").plan(sql)
     runner = PipelineRunner(spark, program, state, max_records_per_batch=max_records_per_batch)
     failure: list[BaseException] = []
 
@@ -271,7 +271,7 @@ def test_offsets_latest_and_the_consumer_group(
         + _sink(out, servers)
         + insert
     )
-    program = Planner(spark, state_dir=tmp_path / "p").plan(sql)
+    program = spark_planner(spark, state_dir=tmp_path / "p").plan(sql)
     runner = PipelineRunner(spark, program, tmp_path / "c")
     runner.start()
     batches: list[int] = []
@@ -383,7 +383,7 @@ def test_avro_round_trip(
 
 
 def test_refused_options(spark: SparkSession, tmp_path: Path) -> None:
-    planner = Planner(spark, state_dir=tmp_path)
+    planner = spark_planner(spark, state_dir=tmp_path)
     base = (
         "CREATE TABLE t (v TEXT{extra}) WITH (connector = 'kafka', type = 'source', {opts});\n"
         "SELECT * FROM t;"

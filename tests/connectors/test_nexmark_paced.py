@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("pyspark")
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
-from arroyo.sql.planner import Planner
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -35,7 +35,7 @@ def _offset(text: str | None) -> int:
 
 
 def _run(spark: SparkSession, tmp: Path, seconds: float) -> list[Any]:
-    program = Planner(spark, parallelism=2, state_dir=tmp).plan(SQL)
+    program = spark_planner(spark, parallelism=2, state_dir=tmp).plan(SQL)
     runner = PipelineRunner(spark, program, tmp / "state")
     runner.start()
     (query,) = runner.queries

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError
-from arroyo.sql.planner import Planner
 
 INPUT = Path(__file__).parents[1] / "sql" / "inputs" / "millis.json"
 
@@ -26,7 +26,7 @@ def _sql(tmp_path: Path, bad_data: str) -> str:
 
 @pytest.mark.spark
 def test_bad_data_fail_names_the_record(spark: SparkSession, tmp_path: Path) -> None:
-    program = Planner(spark, state_dir=tmp_path).plan(_sql(tmp_path, "fail"))
+    program = spark_planner(spark, state_dir=tmp_path).plan(_sql(tmp_path, "fail"))
     runner = PipelineRunner(spark, program, tmp_path / "state")
     runner.start()
     with pytest.raises(JobFailedError) as caught:
@@ -37,7 +37,7 @@ def test_bad_data_fail_names_the_record(spark: SparkSession, tmp_path: Path) -> 
 
 @pytest.mark.spark
 def test_bad_data_drop_skips_and_counts(spark: SparkSession, tmp_path: Path) -> None:
-    program = Planner(spark, state_dir=tmp_path).plan(_sql(tmp_path, "drop"))
+    program = spark_planner(spark, state_dir=tmp_path).plan(_sql(tmp_path, "drop"))
     runner = PipelineRunner(spark, program, tmp_path / "state")
     runner.start()
     assert runner.wait(timeout=120)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.program.spec import PipelineProgram
-from arroyo.sql.planner import Planner
 from tests.sql.harness import INPUTS, read_output, replay_changes, run_case
 
 pytestmark = pytest.mark.spark
@@ -63,7 +63,7 @@ def test_a_bounded_join_under_an_aggregate_is_planned_as_an_interval_join(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     sql = TABLES.replace("$out", str(tmp_path / "out.json")) + FOLLOWERS
-    program = Planner(spark, state_dir=tmp_path / "state").plan(sql)
+    program = spark_planner(spark, state_dir=tmp_path / "state").plan(sql)
     (join,) = [v for v in program.views if v.interval_join is not None]
     assert join.interval_join is not None
     # b.ts BETWEEN a.ts AND a.ts + 1 minute, restated on the event times.
@@ -83,7 +83,7 @@ def test_keys_of_different_types_are_left_to_spark(spark: SparkSession, tmp_path
         "INSERT INTO out SELECT a.order_id, count(*) AS n FROM a JOIN b "
         "ON a.order_id = b.order_id GROUP BY a.order_id;"
     )
-    program = Planner(spark, state_dir=tmp_path / "state").plan(sql)
+    program = spark_planner(spark, state_dir=tmp_path / "state").plan(sql)
     assert not [v for v in program.views if v.interval_join is not None]
 
 
@@ -119,7 +119,7 @@ def test_rows_leave_the_state_as_the_watermark_passes_them(
             f"ON a.order_id = b.order_id {condition} GROUP BY a.order_id;"
         )
         runner = PipelineRunner(
-            spark, Planner(spark, state_dir=state).plan(sql), state, max_records_per_batch=3
+            spark, spark_planner(spark, state_dir=state).plan(sql), state, max_records_per_batch=3
         )
         runner.start()
         assert runner.wait(timeout=300)
@@ -154,7 +154,7 @@ def test_a_view_over_a_joins_aggregate_feeds_two_sinks(spark: SparkSession, tmp_
         + "INSERT INTO out SELECT * FROM followers;\n"
         + "INSERT INTO other SELECT * FROM followers WHERE followers > 1;"
     )
-    program = Planner(spark, state_dir=tmp_path / "state").plan(sql)
+    program = spark_planner(spark, state_dir=tmp_path / "state").plan(sql)
     assert len(program.queries) == 2
     assert all(q.unchecked_chain for q in program.queries)
     run_case(spark, sql, tmp_path, resume_part_way=False)
@@ -179,7 +179,7 @@ def test_a_join_into_a_sink_filters_each_input_before_the_join(
         "INSERT INTO out SELECT a.order_id AS first, b.order_id AS next "
         f"FROM a JOIN b ON a.customer = b.customer {condition};"
     )
-    program = Planner(spark, state_dir=tmp_path / "state").plan(sql)
+    program = spark_planner(spark, state_dir=tmp_path / "state").plan(sql)
     (join,) = [v.interval_join for v in program.views if v.interval_join is not None]
     assert "a.total > 20" in join.left_sql and "bob" not in join.left_sql
     assert "b.customer <> 'bob'" in join.right_sql and "total" not in join.right_sql
@@ -207,7 +207,7 @@ def test_a_column_named_as_the_other_input_is_that_column(
     sql = tables + (
         "INSERT INTO out SELECT a.order_id, b FROM a JOIN b ON a.order_id = b.order_id;"
     )
-    program = Planner(spark, state_dir=tmp_path / "state").plan(sql)
+    program = spark_planner(spark, state_dir=tmp_path / "state").plan(sql)
     assert [v for v in program.views if v.interval_join is not None]
     run_case(spark, sql, tmp_path, resume_part_way=False)
     rows = read_output(out)
@@ -233,7 +233,7 @@ def test_a_self_join_reads_its_input_once(
     whose filters it passes), with the pairs of the batch join, also when resumed."""
     out, state = tmp_path / "out.json", tmp_path / "state"
     sql = TABLES.replace("$out", str(out)) + f"INSERT INTO out {SELF_JOIN.replace('$a', 'a')};"
-    program = Planner(spark, state_dir=state).plan(sql)
+    program = spark_planner(spark, state_dir=state).plan(sql)
     (join,) = [v.interval_join for v in program.views if v.interval_join is not None]
     assert join.shared_sql is not None
     assert PipelineProgram.from_json(program.to_json()) == program

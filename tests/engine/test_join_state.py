@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
-from arroyo.sql.planner import Planner
 from tests.sql.harness import INPUTS, read_output, replay_changes
 
 pytestmark = pytest.mark.spark
@@ -35,7 +35,7 @@ FROM a JOIN b ON a.order_id = b.order_id $condition;
 def _peak_state_rows(spark: SparkSession, tmp_path: Path, condition: str) -> tuple[int, int]:
     out, state = tmp_path / "out.json", tmp_path / "state"
     sql = SELF_JOIN.replace("$out", str(out)).replace("$condition", condition)
-    program = Planner(spark, state_dir=state).plan(sql)
+    program = spark_planner(spark, state_dir=state).plan(sql)
     runner = PipelineRunner(spark, program, state, max_records_per_batch=3)
     runner.start()
     assert runner.wait(timeout=300)
@@ -81,7 +81,7 @@ def test_q9_with_its_bids_dropped_as_the_watermark_passes_equals_the_batch_answe
         + (Path(__file__).parents[2] / "bench" / "nexmark" / "queries" / "q9.sql").read_text()
     )
     runner = PipelineRunner(
-        spark, Planner(spark, state_dir=state).plan(sql), state, max_records_per_batch=4_000
+        spark, spark_planner(spark, state_dir=state).plan(sql), state, max_records_per_batch=4_000
     )
     runner.start()
     assert runner.wait(timeout=600)

@@ -13,9 +13,9 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError
-from arroyo.sql.planner import Planner
 from arroyo.testing.kafka import KafkaBroker
 
 pytestmark = [pytest.mark.kafka, pytest.mark.spark]
@@ -36,7 +36,7 @@ def _sql(servers: str, topic: str, query: str = BIDS) -> str:
 def _runner(
     spark: SparkSession, sql: str, state: Path, batch_ms: int, stop_after: int | None = None
 ) -> PipelineRunner:
-    program = Planner(spark, parallelism=2, state_dir=state).plan(sql)
+    program = spark_planner(spark, parallelism=2, state_dir=state).plan(sql)
     return PipelineRunner(
         spark, program, state, real_time_batch_ms=batch_ms, stop_after_batches=stop_after
     )

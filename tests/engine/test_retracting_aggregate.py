@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.program.spec import PipelineProgram
-from arroyo.sql.planner import Planner
 from arroyo.testing.kafka import KafkaBroker
 from tests.sql.harness import INPUTS, kafka_clicks_sql, nexmark_q4_sql, replay_changes
 from tests.waiting import wait_until
@@ -36,7 +36,7 @@ CREATE TABLE out WITH (connector = 'blackhole');
 
 
 def _plan(spark: SparkSession, tmp_path: Path, inner: str, outer: str) -> PipelineProgram:
-    return Planner(spark, state_dir=tmp_path).plan(
+    return spark_planner(spark, state_dir=tmp_path).plan(
         f"{EVENTS}CREATE VIEW inner_agg AS {inner};\nINSERT INTO out {outer};"
     )
 
@@ -85,7 +85,7 @@ def test_two_sinks_may_read_one_aggregate_of_an_aggregate(
     spark: SparkSession, tmp_path: Path
 ) -> None:
     """Each sink's query runs its own inner aggregate (a stage would have one reader)."""
-    program = Planner(spark, state_dir=tmp_path).plan(
+    program = spark_planner(spark, state_dir=tmp_path).plan(
         EVENTS
         + "CREATE TABLE out2 WITH (connector = 'blackhole');\n"
         + 'CREATE VIEW v AS SELECT count(*) AS n, sum(c) AS s FROM (SELECT "user", '
@@ -103,7 +103,7 @@ def test_nexmark_q4_runs_unbounded_as_one_query(spark: SparkSession, tmp_path: P
     checked by replay_changes)."""
     out, state = tmp_path / "out.json", tmp_path / "state"
     sql = nexmark_q4_sql(out)
-    program = Planner(spark, state_dir=state).plan(sql)
+    program = spark_planner(spark, state_dir=state).plan(sql)
     assert _runs_in_one_query(program)
     runner = PipelineRunner(spark, program, state)
     runner.start()
@@ -139,7 +139,7 @@ def test_a_key_idle_for_the_ttl_leaves_the_outer_aggregate(
         + "CREATE VIEW per_key AS SELECT k, count(*) AS n FROM clicks GROUP BY k;\n"
         "INSERT INTO out SELECT count(*) AS keys, sum(n) AS clicks FROM per_key;"
     )
-    program = Planner(spark, state_dir=tmp_path / "state").plan(sql)
+    program = spark_planner(spark, state_dir=tmp_path / "state").plan(sql)
     assert _runs_in_one_query(program)
     runner = PipelineRunner(spark, program, tmp_path / "state", trigger_interval_ms=200)
 
@@ -195,7 +195,7 @@ def test_min_and_max_order_values_as_spark_does(spark: SparkSession, tmp_path: P
         "count(*) AS c FROM t GROUP BY k"
     )
     outer = "SELECT ms, ns, md, nd, sum(c) AS c FROM inner_agg GROUP BY ms, ns, md, nd"
-    program = Planner(spark, state_dir=tmp_path / "state").plan(
+    program = spark_planner(spark, state_dir=tmp_path / "state").plan(
         f"CREATE TABLE t (k INT, s TEXT, d DOUBLE, ts TIMESTAMP NOT NULL, WATERMARK FOR ts) "
         f"WITH (connector = 'single_file', path = '{data}', format = 'json', type = 'source');\n"
         f"CREATE TABLE out WITH (connector = 'single_file', path = '{out}', "

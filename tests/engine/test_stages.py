@@ -29,8 +29,8 @@ from arroyo.connectors.stage_files import (
     batch_dir,
     committed_batches,
 )
+from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
-from arroyo.sql.planner import Planner
 from tests.sql.harness import INPUTS, nexmark_q4_sql, read_output, replay_changes
 from tests.waiting import wait_until
 
@@ -63,7 +63,7 @@ def _stage_root(state: Path) -> Path:
 
 def test_a_finished_run_leaves_no_stage_rows_behind(spark: SparkSession, tmp_path: Path) -> None:
     out, state = tmp_path / "out.json", tmp_path / "state"
-    program = Planner(spark, state_dir=state).plan(JOIN_COUNT.replace("$out", str(out)))
+    program = spark_planner(spark, state_dir=state).plan(JOIN_COUNT.replace("$out", str(out)))
     assert [(s.name, s.connector) for s in program.sources][-1][1] == "__stage"
     runner = PipelineRunner(spark, program, state, max_records_per_batch=5)
     runner.start()
@@ -131,7 +131,7 @@ def test_an_unbounded_pipeline_reads_its_stage_as_it_is_written(
 ) -> None:
     out, state = tmp_path / "out.json", tmp_path / "state"
     sql = nexmark_q4_sql(out, maxima_having="count(*) > 0")
-    program = Planner(spark, state_dir=state).plan(sql)
+    program = spark_planner(spark, state_dir=state).plan(sql)
     assert not program.bounded
     runner = PipelineRunner(spark, program, state)
     runner.start()
@@ -152,7 +152,7 @@ def test_an_unbounded_pipeline_reads_its_stage_as_it_is_written(
 
 
 def _stage_columns(spark: SparkSession, tmp_path: Path, insert: str) -> list[list[str]]:
-    program = Planner(spark, state_dir=tmp_path).plan(
+    program = spark_planner(spark, state_dir=tmp_path).plan(
         JOIN_COUNT.split("INSERT INTO", maxsplit=1)[0].replace("$out", str(tmp_path / "out.json"))
         + insert
     )

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import PlanningError
-from arroyo.sql.planner import Planner
 from arroyo.testing.kafka import KafkaBroker
 from tests.sql.harness import QUERIES, kafka_clicks_sql, render
 from tests.waiting import wait_until
@@ -24,7 +24,7 @@ def test_a_key_is_created_updated_then_deleted_when_it_stops_qualifying(
 ) -> None:
     out = tmp_path / "out.json"
     sql = render(QUERIES / "updating_having.sql", out)
-    program = Planner(spark, state_dir=tmp_path).plan(sql)
+    program = spark_planner(spark, state_dir=tmp_path).plan(sql)
     runner = PipelineRunner(spark, program, tmp_path / "state", max_records_per_batch=4)
     runner.start()
     assert runner.wait(timeout=300)
@@ -114,7 +114,7 @@ SRC = """CREATE TABLE src (k TEXT, v BIGINT) WITH (connector = 'single_file',
 )
 def test_refused_updating_queries(spark: SparkSession, tmp_path: Path, sql: str, code: str) -> None:
     with pytest.raises(PlanningError) as caught:
-        Planner(spark, state_dir=tmp_path).plan(SRC + sql)
+        spark_planner(spark, state_dir=tmp_path).plan(SRC + sql)
     assert [d.code for d in caught.value.diagnostics] == [code]
 
 
@@ -150,7 +150,7 @@ def test_updating_ttl_drops_the_state_of_idle_keys_only(
         kafka_clicks_sql(kafka_broker.bootstrap_servers, kafka_topic, out, "8 seconds")
         + "INSERT INTO out SELECT k, count(*) AS n FROM clicks GROUP BY k;"
     )
-    program = Planner(spark, state_dir=tmp_path / "state").plan(sql)
+    program = spark_planner(spark, state_dir=tmp_path / "state").plan(sql)
     runner = PipelineRunner(spark, program, tmp_path / "state", trigger_interval_ms=200)
     runner.start()
     try:

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.program.spec import PipelineProgram
-from arroyo.sql.planner import Planner
 from tests.sql.harness import read_output, run_case
 
 pytestmark = pytest.mark.spark
@@ -85,7 +85,7 @@ def _rows(out: Path) -> Counter[str]:
 
 
 def _merged(spark: SparkSession, sql: str, state: Path) -> bool:
-    program = Planner(spark, state_dir=state).plan(sql)
+    program = spark_planner(spark, state_dir=state).plan(sql)
     (query,) = program.queries
     assert query.batch_sql is not None  # the join runs per batch either way
     assert PipelineProgram.from_json(program.to_json()) == program
@@ -148,7 +148,7 @@ def _run_in_small_batches(spark: SparkSession, sql: str, work: Path) -> None:
 
     state = work / "state"
     runner = PipelineRunner(
-        spark, Planner(spark, state_dir=state).plan(sql), state, max_records_per_batch=4
+        spark, spark_planner(spark, state_dir=state).plan(sql), state, max_records_per_batch=4
     )
     runner.start()
     assert runner.wait(timeout=300), "the run did not finish by itself"

@@ -12,8 +12,8 @@ from urllib.parse import unquote, urlparse
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
-from arroyo.sql.planner import Planner
 
 HERE = Path(__file__).parent
 QUERIES = HERE / "queries"
@@ -38,11 +38,11 @@ def run_case(spark: SparkSession, sql: str, work: Path, *, resume_part_way: bool
     small batches run them themselves)."""
     state = work / "state"
     if resume_part_way:
-        program = Planner(spark, state_dir=state).plan(sql)
+        program = spark_planner(spark, state_dir=state).plan(sql)
         first = PipelineRunner(spark, program, state, max_records_per_batch=4, stop_after_batches=2)
         first.start()
         assert not first.wait(timeout=300), "the case finished before the planned stop"
-    program = Planner(spark, state_dir=state).plan(sql)
+    program = spark_planner(spark, state_dir=state).plan(sql)
     runner = PipelineRunner(
         spark,
         program,

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.errors import PlanningError
-from arroyo.sql.planner import Planner
 from tests.sql.harness import INPUTS
 
 SRC = """CREATE TABLE src (id BIGINT, name TEXT, ts TIMESTAMP NOT NULL, WATERMARK FOR ts)
@@ -365,7 +365,7 @@ def test_refused_with_diagnostic(
     column: int | None,
 ) -> None:
     with pytest.raises(PlanningError) as caught:
-        Planner(spark, state_dir=tmp_path).plan(SRC + sql)
+        spark_planner(spark, state_dir=tmp_path).plan(SRC + sql)
     diagnostic = caught.value.diagnostics[0]
     assert diagnostic.code == code, diagnostic.render()
     assert diagnostic.span is not None, diagnostic.render()
@@ -379,5 +379,5 @@ def test_refused_with_diagnostic(
 def test_all_statement_errors_are_reported_together(spark: SparkSession, tmp_path: Path) -> None:
     sql = SRC + "INSERT INTO out SELECT nope FROM src;\nINSERT INTO src SELECT * FROM src;"
     with pytest.raises(PlanningError) as caught:
-        Planner(spark, state_dir=tmp_path).plan(sql)
+        spark_planner(spark, state_dir=tmp_path).plan(sql)
     assert [d.code for d in caught.value.diagnostics] == ["unknown_column", "insert_into_source"]

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark.sql import SparkSession
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
-from arroyo.sql.planner import Planner
 from tests.sql.harness import INPUTS, read_output, replay_changes
 
 EVENTS = f"""CREATE TABLE events (id BIGINT NOT NULL, "user" TEXT, amount DOUBLE,
@@ -35,7 +35,7 @@ def _events_of(user: str) -> int:
 def _plan_and_run(
     spark: SparkSession, sql: str, state: Path, stop_after: int | None = None
 ) -> None:
-    program = Planner(spark, state_dir=state).plan(sql)
+    program = spark_planner(spark, state_dir=state).plan(sql)
     runner = PipelineRunner(
         spark, program, state, max_records_per_batch=10, stop_after_batches=stop_after
     )
@@ -124,7 +124,7 @@ LEFT JOIN (SELECT name, country FROM users) AS u ON e."user" = u.name
 LEFT JOIN countries AS c ON u.country = c.country;
 """
     )
-    (query,) = Planner(spark, state_dir=tmp_path).plan(sql).queries
+    (query,) = spark_planner(spark, state_dir=tmp_path).plan(sql).queries
     assert [c.name for c in query.sink.columns] == ["id", "name", "country"]
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.errors import PlanningError
-from arroyo.sql.planner import Planner
 from tests.sql.harness import INPUTS
 
 EVENTS = f"""CREATE TABLE events (id BIGINT NOT NULL, "user" TEXT, amount DOUBLE,
@@ -31,7 +31,7 @@ def test_select_star_keeps_the_inner_column_order(
         'ROW_NUMBER() OVER (PARTITION BY "user" ORDER BY amount DESC) AS rn FROM events) '
         f"WHERE rn <= {n};"
     )
-    (query,) = Planner(spark, state_dir=tmp_path).plan(sql).queries
+    (query,) = spark_planner(spark, state_dir=tmp_path).plan(sql).queries
     assert [c.name for c in query.sink.columns] == ["amount", "id", "user", "rn"]
     assert query.key_columns == (["user"] if n == 1 else ["user", "rn"])
 
@@ -48,6 +48,6 @@ def test_ranking_a_changelog_is_refused(spark: SparkSession, tmp_path: Path) -> 
         "(PARTITION BY name ORDER BY qty DESC) AS rn FROM products) WHERE rn <= 3;"
     )
     with pytest.raises(PlanningError) as refused:
-        Planner(spark, state_dir=tmp_path).plan(sql)
+        spark_planner(spark, state_dir=tmp_path).plan(sql)
     assert refused.value.diagnostics[0].code == "window_function_input"
     assert "changelog" in refused.value.diagnostics[0].message

@@ -10,13 +10,13 @@ import pytest
 from pyspark.sql import SparkSession
 
 from arroyo.engine.build import BuildSettings, register, register_aggregate
+from arroyo.engine.catalog import spark_planner
 from arroyo.program.spec import AggregateSpec, PipelineProgram, SinkQuery
-from arroyo.sql.planner import Planner
 from tests.sql.harness import QUERIES, render
 
 
 def _plan(spark: SparkSession, tmp_path: Path, sql: str) -> SinkQuery:
-    program = Planner(spark, state_dir=tmp_path).plan(sql)
+    program = spark_planner(spark, state_dir=tmp_path).plan(sql)
     (query,) = program.queries
     return query
 
@@ -102,7 +102,7 @@ def test_a_join_of_two_aggregates_stays_a_streaming_join(
 def test_the_rows_of_each_windows_extreme_keep_only_those_rows_in_state(
     spark: SparkSession, tmp_path: Path, case: str
 ) -> None:
-    program = Planner(spark, state_dir=tmp_path).plan(
+    program = spark_planner(spark, state_dir=tmp_path).plan(
         render(QUERIES / f"{case}.sql", Path("/dev/null"))
     )
     (query,) = program.queries
@@ -146,7 +146,7 @@ def test_other_joins_with_a_windows_extreme_read_every_row(
 ) -> None:
     sql = render(QUERIES / "windowed_top_rows.sql", Path("/dev/null"))
     assert change[0] in sql
-    program = Planner(spark, state_dir=tmp_path).plan(sql.replace(*change))
+    program = spark_planner(spark, state_dir=tmp_path).plan(sql.replace(*change))
     (query,) = program.queries
     assert not (query.batch_view or "").startswith("seen__top_rows"), why
     assert not program.aggregates, why

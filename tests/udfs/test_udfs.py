@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError, PlanningError
-from arroyo.sql.planner import Planner
 from arroyo.udfs import UdfLibrary, load
 from tests.sql.harness import INPUTS, read_output
 
@@ -41,7 +41,7 @@ def run(
         + f"CREATE TABLE out WITH (connector = 'single_file', path = '{out}', type = 'sink');\n"
         + f"INSERT INTO out {select};"
     )
-    program = Planner(spark, state_dir=tmp_path, udfs=library).plan(sql)
+    program = spark_planner(spark, state_dir=tmp_path, udfs=library).plan(sql)
     runner = PipelineRunner(spark, program, tmp_path / "state")
     runner.start()
     assert runner.wait(timeout=300)
@@ -183,5 +183,5 @@ def test_bad_udf_files_are_diagnostics(source: str, message: str) -> None:
 def test_validate_with_udfs_names_unknown_functions(spark: SparkSession, tmp_path: Path) -> None:
     sql = SOURCE + "SELECT no_such_udf(id) FROM events;"
     with pytest.raises(PlanningError) as caught:
-        Planner(spark, state_dir=tmp_path).plan(sql)
+        spark_planner(spark, state_dir=tmp_path).plan(sql)
     assert caught.value.diagnostics[0].code == "unknown_function"

@@ -96,7 +96,7 @@ class Compiler:
     ) -> pb.CompileResponse:
         """Blocking (Spark analysis): call it from a thread. ``profiles`` are those a table may
         name with ``connection_profile``; a name given twice takes the last."""
-        from arroyo.sql.planner import Planner
+        from arroyo.engine.catalog import spark_planner
         from arroyo.udfs import load
 
         by_name = {
@@ -107,7 +107,7 @@ class Compiler:
             try:
                 library = load(udfs, UDFS_PATH) if udfs.strip() else None
                 with tempfile.TemporaryDirectory(prefix="arroyo-compile-") as tmp:
-                    planner = Planner(
+                    planner = spark_planner(
                         self.spark,
                         parallelism=parallelism,
                         state_dir=Path(tmp),

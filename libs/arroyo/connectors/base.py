@@ -132,7 +132,7 @@ class Connector(ABC):
     has_source_time: ClassVar[bool] = False
     # Columns (dotted paths into structs) equal to ``_source_time`` wherever they are set (the
     # nexmark events' ``bid.datetime``...). A join condition between such columns lets Spark
-    # drop join state as the watermark passes (arroyo.sql.planner: _join_time_bounds).
+    # drop join state as the watermark passes (arroyo.sql.planner.plan.joins).
     event_time_fields: ClassVar[tuple[str, ...]] = ()
     # Used by the engine itself (stages): not listed, and no table may name it.
     internal: ClassVar[bool] = False

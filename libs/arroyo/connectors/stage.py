@@ -5,9 +5,9 @@ update mode only, so no single streaming query can aggregate the rows of Spark's
 two types, more than two inputs; Arroyo's interval join, which Nexmark q4 and q9 use, can be
 followed by the aggregate in its own query). The planner splits such a query in two: the join
 writes its rows into a stage, and the aggregate reads the stage as a stream
-(arroyo.sql.planner: _Rewriter._stage_join). Likewise an aggregate over an updating result
+(arroyo.sql.planner.plan.stages: stage_join). Likewise an aggregate over an updating result
 (Nexmark q4): the result's change records go into a stage, which the aggregate reads as a
-changelog (_Rewriter._stage_changes). The stage lives in the pipeline's state directory and
+changelog (stage_changes). The stage lives in the pipeline's state directory and
 is internal: users never name it.
 
 Exactly once, across crashes of either query:

@@ -55,11 +55,11 @@ def plan_sample(spark: SparkSession, sql: str = WARM_UP_QUERY) -> bool:
     service starts anyway (a real request that fails the same way gets its error reported to
     the user, which a service that exited at start-up could not do). Returns whether it warmed.
     """
-    from arroyo.sql.planner import Planner
+    from arroyo.engine.catalog import spark_planner
 
     try:
         with tempfile.TemporaryDirectory(prefix="arroyo-warmup-") as tmp:
-            Planner(spark, state_dir=Path(tmp)).plan(sql)
+            spark_planner(spark, state_dir=Path(tmp)).plan(sql)
     except Exception:
         log.exception("spark_warm_up_failed", step="plan")
         return False
@@ -68,12 +68,12 @@ def plan_sample(spark: SparkSession, sql: str = WARM_UP_QUERY) -> bool:
 
 def run_sample(spark: SparkSession, sql: str = WARM_UP_QUERY) -> bool:
     """Plan and run the sample to its end (what a worker does for each job); best effort."""
+    from arroyo.engine.catalog import spark_planner
     from arroyo.engine.runner import PipelineRunner
-    from arroyo.sql.planner import Planner
 
     try:
         with tempfile.TemporaryDirectory(prefix="arroyo-warmup-") as tmp:
-            program = Planner(spark, state_dir=Path(tmp)).plan(sql)
+            program = spark_planner(spark, state_dir=Path(tmp)).plan(sql)
             runner = PipelineRunner(spark, program, Path(tmp) / "state")
             runner.start()
             runner.wait(timeout=120)

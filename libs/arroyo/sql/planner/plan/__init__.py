@@ -1,0 +1,1 @@
+"""The steps that plan a SELECT of each kind (rewriter.RULES says which, in which order)."""

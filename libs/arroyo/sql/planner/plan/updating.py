@@ -1,0 +1,145 @@
+"""Updating results: aggregates without windows (one row per key, changing as input
+arrives), aggregates over changelogs that retract what a changed row contributed, and
+projections of updating results.
+
+How an updating result reaches a sink (the engine's changelog, KEEP and TOUCHED) is the
+engine's; this is how the planner states them in Spark SQL.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from arroyo.program.names import EVENT_TIME, KEEP, SIGN, TOUCHED, signed_view
+from arroyo.sql.planner.diagnostics import ErrorCode, error, span_of
+from arroyo.sql.planner.plan.stages import stage_join
+from arroyo.sql.planner.relations import Planned, Relation
+from arroyo.sql.planner.syntax import RANKED_ROWS, from_clause, has_aggregate
+
+if TYPE_CHECKING:
+    from arroyo.sql.planner.context import PlanContext
+
+
+def updating_aggregate(ctx: PlanContext, select: exp.Select, relations: list[Relation]) -> Planned:
+    """A GROUP BY without a window (or a global aggregate): one row per key, changing as
+    input arrives. The keys are the selected non-aggregate columns."""
+    if sum(not r.static for r in relations) > 1:
+        relations = [stage_join(ctx, select, relations)]
+    keys = [
+        p.alias_or_name
+        for p in select.expressions
+        if not has_aggregate(p) and p.alias_or_name != EVENT_TIME and not p.meta.get(RANKED_ROWS)
+    ]
+    if rank := select.meta.get(RANKED_ROWS):
+        keys.append(rank)  # a top-N's rows, one per rank: unwindowed_top_n
+    having = select.args.get("having")
+    if having is not None:
+        select.set("having", None)
+        select.append("expressions", exp.alias_(having.this.copy(), KEEP))
+    # The time of the batch that last updated the key, for updating_ttl: last among the
+    # aggregates, since the engine reads it as the last field of each key's state. Spark
+    # takes no batch time inside an aggregate, so the input carries it as a column.
+    from_ = from_clause(select)
+    alias = relations[0].alias
+    if from_ is not None:
+        timed = exp.select(exp.Star(), exp.alias_(exp.CurrentTimestamp(), TOUCHED))
+        from_.set(
+            "this",
+            exp.Subquery(
+                this=timed.from_(from_.this.copy()),
+                alias=exp.TableAlias(this=exp.to_identifier(alias)),
+            ),
+        )
+        touched = exp.Max(this=exp.column(TOUCHED, table=alias))
+        select.append("expressions", exp.alias_(touched, TOUCHED))
+    return Planned(select, None, keys)
+
+
+def changelog_aggregate(
+    ctx: PlanContext, select: exp.Select, relations: list[Relation], *, signed: bool = False
+) -> Planned:
+    """An aggregate over a changelog source: it reads the source's signed rows (a change
+    as +1 for the row after and -1 for the row before) and weighs each by its sign, so an
+    update or a delete retracts what the old row contributed. count, sum and avg retract
+    this way; a group whose rows are all gone is deleted. ``signed``: the query already
+    reads signed rows (optimize.fused_changes)."""
+    from_ = from_clause(select)
+    assert from_ is not None
+    table = from_.this
+    alias = table.alias_or_name
+    if not signed:
+        table.replace(
+            exp.Table(
+                this=exp.to_identifier(signed_view(table.name)),
+                alias=exp.TableAlias(this=exp.to_identifier(alias)),
+            )
+        )
+    sign = exp.column(SIGN, table=alias)
+    aggregates = [n for n in select.find_all(exp.Func) if isinstance(n, exp.AggFunc)]
+    for node in aggregates:
+        node.replace(_signed_aggregate(ctx, node, sign))
+    present = exp.GT(this=exp.Sum(this=sign.copy()), expression=exp.Literal.number(0))
+    having = select.args.get("having")
+    condition = present if having is None else exp.and_(present, having.this.copy())
+    select.set("having", exp.Having(this=condition))
+    return updating_aggregate(ctx, select, relations)
+
+
+def _signed_aggregate(ctx: PlanContext, node: exp.Func, sign: exp.Expression) -> exp.Expression:
+    def weight(value: exp.Expression) -> exp.Expression:
+        return exp.If(
+            this=exp.Is(this=value.copy(), expression=exp.Null()),
+            true=exp.Literal.number(0),
+            false=sign.copy(),
+        )
+
+    if isinstance(node, exp.Count):
+        value = node.this
+        if value is None or isinstance(value, exp.Star):
+            return exp.Sum(this=sign.copy())
+        return exp.Sum(this=weight(value))
+    if isinstance(node, exp.Sum):
+        return exp.Sum(this=exp.Mul(this=exp.Paren(this=node.this.copy()), expression=sign.copy()))
+    if isinstance(node, exp.Avg):
+        total = exp.Sum(this=exp.Mul(this=exp.Paren(this=node.this.copy()), expression=sign.copy()))
+        count = exp.Sum(this=weight(node.this))
+        return exp.Div(
+            this=exp.Cast(this=total, to=exp.DataType.build("DOUBLE")),
+            expression=exp.Nullif(this=count, expression=exp.Literal.number(0)),
+        )
+    # count(DISTINCT x) arrives here already rewritten (see arroyo.sql.functions).
+    name = "count(DISTINCT ...)" if isinstance(node, exp.ArrayUniqueAgg) else f"{node.key}()"
+    raise error(
+        ErrorCode.CHANGELOG_AGGREGATE,
+        f"{name} cannot retract rows of a changelog (updates and deletes); "
+        f"over a changelog use count, sum or avg",
+        span_of(ctx.text, node),
+    )
+
+
+def updating_projection(ctx: PlanContext, select: exp.Select, input_: Relation) -> Planned:
+    """A projection over an updating result: updating too, keyed the same way; its WHERE
+    joins the input's qualification."""
+    assert input_.updating is not None
+    names = [p.alias_or_name for p in select.expressions]
+    for key in input_.updating:
+        if key not in names:
+            raise error(
+                ErrorCode.UPDATING_KEY_DROPPED,
+                f"the updating input is keyed by '{key}', which this query must select",
+                span_of(ctx.text, select),
+            )
+    conditions: list[exp.Expression] = []
+    if any(name == KEEP for name, _ in input_.columns):
+        conditions.append(exp.column(KEEP, table=input_.alias))
+    where = select.args.get("where")
+    if where is not None:
+        select.set("where", None)
+        conditions.append(exp.Coalesce(this=where.this.copy(), expressions=[exp.false()]))
+    if conditions and KEEP not in names:
+        select.append("expressions", exp.alias_(exp.and_(*conditions), KEEP))
+    if any(name == TOUCHED for name, _ in input_.columns) and TOUCHED not in names:
+        select.append("expressions", exp.column(TOUCHED, table=input_.alias))
+    return Planned(select, None, list(input_.updating))
