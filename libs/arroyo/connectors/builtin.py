@@ -28,7 +28,7 @@ class FileOptions(ConnectorOptions):
 
 
 def _read_files(ctx: ReadContext, table: TableSpec, mode: str) -> DataFrame:
-    from arroyo.connectors.files import BoundedFilesSource
+    from arroyo.connectors.runtime.files import BoundedFilesSource
     from arroyo.formats.codec import physical_columns
 
     ctx.spark.dataSource.register(BoundedFilesSource)
@@ -52,7 +52,7 @@ def _read_static_files(ctx: ReadContext, table: TableSpec, mode: str) -> DataFra
     restarted pipeline lists and reads it afresh."""
     from pyspark.sql import functions as F
 
-    from arroyo.connectors.files import list_files
+    from arroyo.connectors.runtime.files import list_files
     from arroyo.formats.codec import physical_columns
 
     files = list_files(str(table.options["path"]))
@@ -62,13 +62,13 @@ def _read_static_files(ctx: ReadContext, table: TableSpec, mode: str) -> DataFra
         schema = ", ".join(f"`{c.name}` {c.spark_type}" for c in physical_columns(table))
         df = ctx.spark.read.schema(schema).parquet(*files)
     else:
-        # Blank lines are no records, as for the streaming source (connectors/files.py).
+        # Blank lines are no records, as for the streaming source (connectors/runtime/files.py).
         df = ctx.spark.read.text(files).filter(F.trim(F.col("value")) != "")
     return df.withColumn("_eoi", F.lit(False))
 
 
 def _write_lines(writer: LineWriter, df: DataFrame, table: TableSpec) -> DataStreamWriter:
-    from arroyo.connectors.sinks import WriteBatches
+    from arroyo.connectors.runtime.sinks import WriteBatches
     from arroyo.formats.codec import encode
 
     return encode(df, table).writeStream.foreachBatch(WriteBatches(writer))
@@ -99,7 +99,7 @@ class SingleFileConnector(Connector):
         return _write_lines(self.line_writer(ctx, table), df, table)
 
     def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
-        from arroyo.connectors.sinks import BatchCommitLog, FileAppender
+        from arroyo.connectors.runtime.sinks import BatchCommitLog, FileAppender
 
         return FileAppender(
             str(table.options["path"]), BatchCommitLog(ctx.state_dir / "committed.json")
@@ -157,7 +157,7 @@ class StdoutConnector(SinkOnlyConnector):
         return _write_lines(self.line_writer(ctx, table), df, table)
 
     def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
-        from arroyo.connectors.sinks import LiveOutput, StdoutPrinter, stdout_route
+        from arroyo.connectors.runtime.sinks import LiveOutput, StdoutPrinter, stdout_route
 
         route = stdout_route()
         return LiveOutput(route, table.name) if route else StdoutPrinter()
@@ -174,6 +174,6 @@ class BlackholeConnector(SinkOnlyConnector):
         return df.writeStream.format("noop")
 
     def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
-        from arroyo.connectors.sinks import Discard
+        from arroyo.connectors.runtime.sinks import Discard
 
         return Discard()

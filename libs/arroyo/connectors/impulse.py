@@ -59,7 +59,7 @@ class ImpulseConnector(Connector):
     def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
         from pyspark.sql import functions as F
 
-        from arroyo.connectors.generated import event_numbers, start_time_ms
+        from arroyo.connectors.runtime.generated import event_numbers, start_time_ms
 
         opts = ImpulseOptions.model_validate(table.options)
         subtasks = ctx.parallelism

@@ -38,9 +38,9 @@ BID = (
 class NexmarkConnector(Connector):
     """Source. One of ``person``, ``auction``, ``bid`` is set per event (1:3:46). Events are a
     pure function of their number and the first start time, so replays are identical; they are
-    built in the JVM by a Spark data source in Java (arroyo.connectors.nexmark_generator). At
-    its rate (no batch cap), event ``n`` becomes readable at its event time, to the
-    millisecond, so latency from event time to sink is the pipeline's own. Batch-capped
+    built in the JVM by a Spark data source in Java (runtime/nexmark_generator.py). At its rate
+    (no batch cap), event ``n`` becomes readable at its event time, to the millisecond, so
+    latency from event time to sink is the pipeline's own. Batch-capped
     (tests, throughput benchmarks), batches are that many events, as fast as the pipeline
     takes them."""
 
@@ -63,8 +63,8 @@ class NexmarkConnector(Connector):
         return options.runtime is not None
 
     def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
-        from arroyo.connectors.generated import start_time_ms
-        from arroyo.connectors.nexmark_generator import nexmark_stream
+        from arroyo.connectors.runtime.generated import start_time_ms
+        from arroyo.connectors.runtime.nexmark_generator import nexmark_stream
 
         opts = NexmarkOptions.model_validate(table.options)
         return nexmark_stream(

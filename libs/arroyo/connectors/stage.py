@@ -59,7 +59,7 @@ def _handed_on(root: Path, batch_id: int) -> bool:
     """Whether a writer's batch needs no writing: written before a crash (its rows are there,
     or were read), or the input has ended and every row was written (the runner marks it so
     only then; what comes after are end-of-input batches, with no rows)."""
-    from arroyo.connectors.stage_files import END, batch_dir, consumed
+    from arroyo.connectors.runtime.stage_files import END, batch_dir, consumed
 
     return batch_dir(root, batch_id).exists() or batch_id <= consumed(root) or (root / END).exists()
 
@@ -71,8 +71,8 @@ class StageWriter:
         self.root = root
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        from arroyo.connectors.sinks import batch_in_flight, consume
-        from arroyo.connectors.stage_files import batch_dir
+        from arroyo.connectors.runtime.sinks import batch_in_flight, consume
+        from arroyo.connectors.runtime.stage_files import batch_dir
 
         with batch_in_flight():
             if _handed_on(self.root, batch_id):
@@ -95,7 +95,7 @@ class StageLines:
         return _handed_on(self.root, batch_id)
 
     def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
-        from arroyo.connectors.stage_files import LINES_FILE, batch_dir
+        from arroyo.connectors.runtime.stage_files import LINES_FILE, batch_dir
 
         tmp = self.root / f".tmp-{batch_id}"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -124,7 +124,7 @@ class StageConnector(Connector):
     formats = frozenset({"debezium_json"})
 
     def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
-        from arroyo.connectors.stage_files import StageSource
+        from arroyo.connectors.runtime.stage_files import StageSource
 
         root = stage_data_dir(ctx.state_dir)
         reader = ctx.spark.readStream.format(StageSource.name()).option("path", str(root))
@@ -145,7 +145,7 @@ class StageConnector(Connector):
         return StageLines(root)
 
     def sink_finished(self, ctx: WriteContext, table: TableSpec) -> None:
-        from arroyo.connectors.stage_files import END
+        from arroyo.connectors.runtime.stage_files import END
 
         root = stage_data_dir(table_state_dir(ctx.pipeline_dir, table.name))
         root.mkdir(parents=True, exist_ok=True)

@@ -32,7 +32,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from arroyo.connectors import WriteContext, connector
 from arroyo.connectors.base import table_state_dir
-from arroyo.connectors.sinks import wait_for_batches
+from arroyo.connectors.runtime.sinks import wait_for_batches
 from arroyo.engine.build import (
     BuildSettings,
     drop_temp_views,

@@ -201,7 +201,7 @@ class KafkaConnector(Connector):
     # -- sinks -----------------------------------------------------------------------------
 
     def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
-        from arroyo.connectors.sinks import batch_in_flight, consume
+        from arroyo.connectors.runtime.sinks import batch_in_flight, consume
         from arroyo.formats.codec import encode
 
         opts = _options(table)

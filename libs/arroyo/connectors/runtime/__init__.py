@@ -1,0 +1,13 @@
+"""What connectors share at run time, apart from any one connector.
+
+- ``sinks``: writing micro-batches from the driver, once per batch id (the in-flight guard, the
+  batch commit log, the foreachBatch function over a ``LineWriter``).
+- ``files``: bounded files as a Python streaming data source (Arrow batches, end-of-input
+  markers), which the file connectors read through.
+- ``stage_files``: a stage's batches on disk and the data source that reads them back.
+- ``generated``: event numbers from Spark's rate sources, and a source's first start time.
+- ``nexmark_generator``: the Nexmark events' Spark data source, written in Java.
+
+The data source modules are imported by Spark's Python workers: they stay importable on their
+own, and never import a connector package.
+"""
