@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from arroyo.connectors.base import Connector, ConnectorError, ReadContext, WriteContext
+from arroyo.connectors.base import (
+    AnyConnector,
+    Connector,
+    ConnectorError,
+    ReadContext,
+    WriteContext,
+)
 from arroyo.connectors.builtin import (
     BlackholeConnector,
     FilesystemConnector,
@@ -14,7 +20,7 @@ from arroyo.connectors.kafka import KafkaConnector
 from arroyo.connectors.nexmark import NexmarkConnector
 from arroyo.connectors.stage import StageConnector
 
-CONNECTORS: tuple[Connector, ...] = (
+CONNECTORS: tuple[AnyConnector, ...] = (
     ImpulseConnector(),
     NexmarkConnector(),
     KafkaConnector(),
@@ -25,13 +31,21 @@ CONNECTORS: tuple[Connector, ...] = (
 )
 
 # The engine's own (stages): found by name for the programs that use them, never listed.
-_INTERNAL: tuple[Connector, ...] = (StageConnector(),)
+_INTERNAL: tuple[AnyConnector, ...] = (StageConnector(),)
 
 _BY_NAME = {c.name: c for c in (*CONNECTORS, *_INTERNAL)}
 
 
-def connector(name: str) -> Connector | None:
+def connector(name: str) -> AnyConnector | None:
     return _BY_NAME.get(name)
 
 
-__all__ = ["CONNECTORS", "Connector", "ConnectorError", "ReadContext", "WriteContext", "connector"]
+__all__ = [
+    "CONNECTORS",
+    "AnyConnector",
+    "Connector",
+    "ConnectorError",
+    "ReadContext",
+    "WriteContext",
+    "connector",
+]

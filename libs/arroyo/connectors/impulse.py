@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from pydantic import Field, PositiveFloat, PositiveInt, field_validator
 
-from arroyo.connectors.base import Connector, ConnectorOptions, ReadContext
-from arroyo.program.spec import ColumnSpec, Role, TableSpec
+from arroyo.connectors.base import Capabilities, Connector, ConnectorOptions, ReadContext
+from arroyo.program.spec import ColumnSpec, TableSpec
 from arroyo.sql.time import parse_duration_us
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ class ImpulseOptions(ConnectorOptions):
         return value
 
 
-class ImpulseConnector(Connector):
+class ImpulseConnector(Connector[ImpulseOptions]):
     """Source. Columns ``counter`` (per subtask, from 0), ``subtask_index`` and ``timestamp`` (the
     event time). Delivery: exactly once; counters and event times are a pure function of the event
     number and the first start time (kept in the pipeline's state), so replays are identical.
@@ -41,32 +41,29 @@ class ImpulseConnector(Connector):
 
     name = "impulse"
     description = "Periodic counter events"
-    roles: ClassVar[frozenset[Role]] = frozenset({"source"})
+    capabilities = Capabilities(source=True, bounded="per_table", replayable=True, source_time=True)
     options_model = ImpulseOptions
-    has_source_time = True
 
-    def columns(self, options: ConnectorOptions) -> list[ColumnSpec]:
+    def columns(self, options: ImpulseOptions) -> list[ColumnSpec]:
         return [
             ColumnSpec("counter", "BIGINT", nullable=False),
             ColumnSpec("subtask_index", "BIGINT", nullable=False),
             ColumnSpec("timestamp", "TIMESTAMP", nullable=False),
         ]
 
-    def bounded(self, options: ConnectorOptions) -> bool:
-        assert isinstance(options, ImpulseOptions)
+    def bounded(self, options: ImpulseOptions) -> bool:
         return options.message_count is not None
 
-    def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
+    def read(self, ctx: ReadContext, table: TableSpec, options: ImpulseOptions) -> DataFrame:
         from pyspark.sql import functions as F
 
         from arroyo.connectors.runtime.generated import event_numbers, start_time_ms
 
-        opts = ImpulseOptions.model_validate(table.options)
         subtasks = ctx.parallelism
-        total = opts.message_count * subtasks if opts.message_count else None
-        events, eoi = event_numbers(ctx, opts.event_rate, total)
+        total = options.message_count * subtasks if options.message_count else None
+        events, eoi = event_numbers(ctx, options.event_rate, total)
         start_us = start_time_ms(ctx.state_dir) * 1000
-        step_us = opts.event_time_interval or round(1e6 * subtasks / opts.event_rate)
+        step_us = options.event_time_interval or round(1e6 * subtasks / options.event_rate)
         counter = F.floor(F.col("value") / subtasks).cast("BIGINT")
         timestamp = F.timestamp_micros(F.lit(start_us) + counter * F.lit(step_us))
         return events.select(

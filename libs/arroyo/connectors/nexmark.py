@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from pydantic import Field, PositiveFloat
 
-from arroyo.connectors.base import Connector, ConnectorOptions, ReadContext
-from arroyo.program.spec import ColumnSpec, Role, TableSpec
+from arroyo.connectors.base import Capabilities, Connector, ConnectorOptions, ReadContext
+from arroyo.program.spec import ColumnSpec, TableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -35,7 +35,7 @@ BID = (
 )
 
 
-class NexmarkConnector(Connector):
+class NexmarkConnector(Connector[NexmarkOptions]):
     """Source. One of ``person``, ``auction``, ``bid`` is set per event (1:3:46). Events are a
     pure function of their number and the first start time, so replays are identical; they are
     built in the JVM by a Spark data source in Java (runtime/nexmark_generator.py). At its rate
@@ -46,32 +46,29 @@ class NexmarkConnector(Connector):
 
     name = "nexmark"
     description = "Nexmark auction events"
-    roles: ClassVar[frozenset[Role]] = frozenset({"source"})
+    capabilities = Capabilities(source=True, bounded="per_table", replayable=True, source_time=True)
     options_model = NexmarkOptions
-    has_source_time = True
     event_time_fields = ("person.datetime", "auction.datetime", "bid.datetime")
 
-    def columns(self, options: ConnectorOptions) -> list[ColumnSpec]:
+    def columns(self, options: NexmarkOptions) -> list[ColumnSpec]:
         return [
             ColumnSpec("person", PERSON),
             ColumnSpec("auction", AUCTION),
             ColumnSpec("bid", BID),
         ]
 
-    def bounded(self, options: ConnectorOptions) -> bool:
-        assert isinstance(options, NexmarkOptions)
+    def bounded(self, options: NexmarkOptions) -> bool:
         return options.runtime is not None
 
-    def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
+    def read(self, ctx: ReadContext, table: TableSpec, options: NexmarkOptions) -> DataFrame:
         from arroyo.connectors.runtime.generated import start_time_ms
         from arroyo.connectors.runtime.nexmark_generator import nexmark_stream
 
-        opts = NexmarkOptions.model_validate(table.options)
         return nexmark_stream(
             ctx.spark,
-            event_rate=opts.event_rate,
+            event_rate=options.event_rate,
             start_ms=start_time_ms(ctx.state_dir),
             partitions=ctx.parallelism,
             rows_per_batch=ctx.max_records_per_batch,
-            total=round(opts.event_rate * opts.runtime) if opts.runtime else None,
+            total=round(options.event_rate * options.runtime) if options.runtime else None,
         )

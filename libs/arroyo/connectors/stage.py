@@ -33,16 +33,18 @@ import os
 import shutil
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING
 
 from arroyo.connectors.base import (
+    Capabilities,
     Connector,
     LineWriter,
+    NoOptions,
     ReadContext,
     WriteContext,
     table_state_dir,
 )
-from arroyo.program.spec import Role, TableSpec
+from arroyo.program.spec import TableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -114,16 +116,29 @@ class StageLines:
         os.replace(tmp, batch_dir(self.root, batch_id))
 
 
-class StageConnector(Connector):
+class StageConnector(Connector[NoOptions]):
+    """Exactly once, in both directions (see the module docstring). Whether a stage ends is
+    the planner's to say, from the query that writes it."""
+
     name = STAGE_CONNECTOR
     description = "Rows one query of the pipeline hands to another (internal)"
-    roles: ClassVar[frozenset[Role]] = frozenset({"source", "sink"})
+    capabilities = Capabilities(
+        source=True,
+        sink=True,
+        bounded="per_table",
+        replayable=True,
+        delivery="exactly_once",
+        # A stage of change records (an updating result read by an aggregate) has a format; a
+        # stage of rows has none.
+        needs_format=True,
+        writes_lines=True,
+        source_time=True,
+    )
+    options_model = NoOptions
     internal = True
-    has_source_time = True
-    # A stage of change records (an updating result read by an aggregate) has this format.
     formats = frozenset({"debezium_json"})
 
-    def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
+    def read(self, ctx: ReadContext, table: TableSpec, options: NoOptions) -> DataFrame:
         from arroyo.connectors.runtime.stage_files import StageSource
 
         root = stage_data_dir(ctx.state_dir)
@@ -134,17 +149,19 @@ class StageConnector(Connector):
         ctx.spark.dataSource.register(StageSource)
         return reader.load()
 
-    def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
+    def write(
+        self, ctx: WriteContext, df: DataFrame, table: TableSpec, options: NoOptions
+    ) -> DataStreamWriter:
         root = stage_data_dir(table_state_dir(ctx.pipeline_dir, table.name))
         root.mkdir(parents=True, exist_ok=True)
         return df.writeStream.foreachBatch(StageWriter(root))
 
-    def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
+    def line_writer(self, ctx: WriteContext, table: TableSpec, options: NoOptions) -> LineWriter:
         root = stage_data_dir(table_state_dir(ctx.pipeline_dir, table.name))
         root.mkdir(parents=True, exist_ok=True)
         return StageLines(root)
 
-    def sink_finished(self, ctx: WriteContext, table: TableSpec) -> None:
+    def sink_finished(self, ctx: WriteContext, table: TableSpec, options: NoOptions) -> None:
         from arroyo.connectors.runtime.stage_files import END
 
         root = stage_data_dir(table_state_dir(ctx.pipeline_dir, table.name))

@@ -257,7 +257,9 @@ class Planner:
                             text.span(stmt.offset),
                         )
                     sink_connector = connector(target.spec.connector)
-                    local_joins = sink_connector is not None and sink_connector.writes_lines
+                    local_joins = (
+                        sink_connector is not None and sink_connector.capabilities.writes_lines
+                    )
                     planned = _Rewriter(self, state, local_joins, into_sink=True).top_level(
                         stmt.query
                     )
@@ -835,7 +837,7 @@ class Planner:
 
     def _check_batch_sink(self, state: _State, sink: TableSpec, offset: int) -> None:
         conn = connector(sink.connector)
-        if conn is None or not conn.writes_lines:
+        if conn is None or not conn.capabilities.writes_lines:
             raise _error(
                 "window_function_sink",
                 f"connector '{sink.connector}' cannot take the result of a window function yet",
@@ -844,7 +846,7 @@ class Planner:
 
     def _check_updating_sink(self, state: _State, sink: TableSpec, offset: int) -> None:
         conn = connector(sink.connector)
-        takes_any = conn is not None and not conn.formats  # blackhole
+        takes_any = conn is not None and not conn.capabilities.needs_format  # blackhole
         if not takes_any and (sink.format is None or sink.format.name != "debezium_json"):
             raise _error(
                 "updating_into_append_sink",
@@ -854,7 +856,7 @@ class Planner:
                 f"use format = 'debezium_json'",
                 state.text.span(offset),
             )
-        if conn is None or not conn.writes_lines:
+        if conn is None or not conn.capabilities.writes_lines:
             raise _error(
                 "updating_unsupported_sink",
                 f"connector '{sink.connector}' cannot write updating results yet",
@@ -2531,7 +2533,7 @@ def _time_fields(spec: TableSpec) -> frozenset[str]:
     if spec.event_time_column:
         return frozenset({spec.event_time_column.lower()})
     conn = connector(spec.connector) if spec.connector else None
-    if conn is None or not conn.has_source_time:
+    if conn is None or not conn.capabilities.source_time:
         return frozenset()
     return frozenset(f.lower() for f in conn.event_time_fields)
 

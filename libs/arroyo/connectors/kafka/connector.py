@@ -35,16 +35,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import structlog
 
 from arroyo.connectors.base import (
+    Capabilities,
     Connector,
     ConnectorError,
-    ConnectorOptions,
+    Delivery,
     LineWriter,
     ReadContext,
     WriteContext,
 )
 from arroyo.connectors.kafka.options import KafkaConnection, KafkaOptions
 from arroyo.errors import ErrorDomain
-from arroyo.program.spec import Role, TableSpec
+from arroyo.program.spec import TableSpec
 
 if TYPE_CHECKING:
     from confluent_kafka import Consumer, Producer
@@ -66,10 +67,6 @@ class KafkaUnavailableError(ConnectorError):
     code = "kafka_unavailable"
     domain = ErrorDomain.EXTERNAL
     retryable = True
-
-
-def _options(table: TableSpec) -> KafkaOptions:
-    return KafkaOptions.model_validate(table.options)
 
 
 def _stable_id(state_dir: Path) -> str:
@@ -98,10 +95,21 @@ def _source_description(topic: str) -> str:
     return f"KafkaV2[Subscribe[{topic}]]"
 
 
-class KafkaConnector(Connector):
+class KafkaConnector(Connector[KafkaOptions, KafkaConnection]):
+    """Delivery: the source replays from the checkpoint's offsets; the sink is at least once
+    or exactly once, by ``sink.commit_mode`` (see the module docstring)."""
+
     name = "kafka"
     description = "Apache Kafka topics"
-    roles: ClassVar[frozenset[Role]] = frozenset({"source", "sink"})
+    capabilities = Capabilities(
+        source=True,
+        sink=True,
+        replayable=True,
+        delivery="exactly_once",
+        needs_format=True,
+        writes_lines=True,
+        source_time=True,
+    )
     options_model = KafkaOptions
     connection_model = KafkaConnection
     formats = frozenset({"json", "debezium_json", "avro", "protobuf", "raw_string", "raw_bytes"})
@@ -113,12 +121,13 @@ class KafkaConnector(Connector):
         "timestamp": ("TIMESTAMP",),
         "key": ("STRING", "BINARY"),
     }
-    has_source_time = True
 
-    def test_connection(self, options: ConnectorOptions) -> str:
+    def delivery(self, options: KafkaOptions) -> Delivery:
+        return options.sink_commit_mode
+
+    def test_connection(self, options: KafkaConnection) -> str:
         from confluent_kafka.admin import AdminClient
 
-        assert isinstance(options, KafkaConnection)
         admin = AdminClient(options.librdkafka_config())
         metadata = _call(options, lambda: admin.list_topics(timeout=_TEST_TIMEOUT_S))
         topics = sorted(t for t in metadata.topics if not t.startswith("__"))
@@ -126,10 +135,10 @@ class KafkaConnector(Connector):
 
     # -- source ----------------------------------------------------------------------------
 
-    def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
+    def read(self, ctx: ReadContext, table: TableSpec, options: KafkaOptions) -> DataFrame:
         from pyspark.sql import functions as F
 
-        opts = _options(table)
+        opts = options
         reader = ctx.spark.readStream.format("kafka").options(**spark_options(opts))
         reader = (
             reader.option("subscribe", opts.topic)
@@ -177,8 +186,10 @@ class KafkaConnector(Connector):
         }
         return json.dumps({opts.topic: starts})
 
-    def source_committed(self, state_dir: Path, table: TableSpec, offsets: dict[str, str]) -> None:
-        opts = _options(table)
+    def source_committed(
+        self, state_dir: Path, table: TableSpec, options: KafkaOptions, offsets: dict[str, str]
+    ) -> None:
+        opts = options
         end = offsets.get(_source_description(opts.topic))
         if not end:
             return
@@ -200,11 +211,13 @@ class KafkaConnector(Connector):
 
     # -- sinks -----------------------------------------------------------------------------
 
-    def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
+    def write(
+        self, ctx: WriteContext, df: DataFrame, table: TableSpec, options: KafkaOptions
+    ) -> DataStreamWriter:
         from arroyo.connectors.runtime.sinks import batch_in_flight, consume
         from arroyo.formats.codec import encode
 
-        opts = _options(table)
+        opts = options
         keep = [c for c in (opts.sink_key_field, opts.sink_timestamp_field) if c]
         for name in keep:
             if name not in df.columns:
@@ -233,8 +246,8 @@ class KafkaConnector(Connector):
 
         return encoded.writeStream.foreachBatch(write_batch)
 
-    def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
-        return KafkaRecordWriter(_options(table), _stable_id(ctx.state_dir))
+    def line_writer(self, ctx: WriteContext, table: TableSpec, options: KafkaOptions) -> LineWriter:
+        return KafkaRecordWriter(options, _stable_id(ctx.state_dir))
 
 
 Record = tuple[bytes | None, bytes, int | None]
