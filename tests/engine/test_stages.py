@@ -28,7 +28,8 @@ from arroyo.connectors.runtime.stage_files import (
     batch_dir,
     committed_batches,
 )
-from arroyo.connectors.stage import StageLines, StageWriter, stage_data_dir
+from arroyo.connectors.stage import stage_data_dir
+from arroyo.connectors.stage.sink import StageLines, StageWriter
 from arroyo.engine.runner import PipelineRunner
 from arroyo.sql.planner import Planner
 from tests.sql.harness import INPUTS, nexmark_q4_sql, read_output, replay_changes

@@ -1,4 +1,9 @@
-"""Connectors, listed explicitly: adding one is adding it to ``CONNECTORS``."""
+"""Connectors, listed explicitly: adding one is adding its package and a line to ``CONNECTORS``.
+
+Each connector is a package ``arroyo.connectors.<name>`` (see ``base``); the registry imports
+their ``__init__`` modules only, which import no Spark, so listing and validating connectors
+needs no JVM.
+"""
 
 from __future__ import annotations
 
@@ -9,16 +14,14 @@ from arroyo.connectors.base import (
     ReadContext,
     WriteContext,
 )
-from arroyo.connectors.builtin import (
-    BlackholeConnector,
-    FilesystemConnector,
-    SingleFileConnector,
-    StdoutConnector,
-)
+from arroyo.connectors.blackhole import BlackholeConnector
+from arroyo.connectors.filesystem import FilesystemConnector
 from arroyo.connectors.impulse import ImpulseConnector
 from arroyo.connectors.kafka import KafkaConnector
 from arroyo.connectors.nexmark import NexmarkConnector
+from arroyo.connectors.single_file import SingleFileConnector
 from arroyo.connectors.stage import StageConnector
+from arroyo.connectors.stdout import StdoutConnector
 
 CONNECTORS: tuple[AnyConnector, ...] = (
     ImpulseConnector(),
@@ -31,9 +34,9 @@ CONNECTORS: tuple[AnyConnector, ...] = (
 )
 
 # The engine's own (stages): found by name for the programs that use them, never listed.
-_INTERNAL: tuple[AnyConnector, ...] = (StageConnector(),)
+INTERNAL: tuple[AnyConnector, ...] = (StageConnector(),)
 
-_BY_NAME = {c.name: c for c in (*CONNECTORS, *_INTERNAL)}
+_BY_NAME = {c.name: c for c in (*CONNECTORS, *INTERNAL)}
 
 
 def connector(name: str) -> AnyConnector | None:
@@ -42,6 +45,7 @@ def connector(name: str) -> AnyConnector | None:
 
 __all__ = [
     "CONNECTORS",
+    "INTERNAL",
     "AnyConnector",
     "Connector",
     "ConnectorError",

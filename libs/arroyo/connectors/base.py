@@ -1,10 +1,19 @@
 """The connector interface.
 
-A connector is one class behind this interface, listed in ``arroyo.connectors.CONNECTORS``. Its
-typed options model is the single source of validation (unknown options are errors), of the API's
-JSON schema, and of the docs; its ``Capabilities`` say, once and explicitly, what the planner, the
-engine and the API may ask of it. Spark is imported only inside the hooks that build queries, so
-the planner and the light services can list and validate connectors without a JVM.
+A connector is one package (``arroyo.connectors.<name>``) whose ``Connector`` subclass is listed
+in ``arroyo.connectors.CONNECTORS``. Its typed options model is the single source of validation
+(unknown options are errors), of the API's JSON schema, and of the docs; its ``Capabilities``
+say, once and explicitly, what the planner, the engine and the API may ask of it.
+
+A package is ``__init__.py`` (the ``Connector`` subclass: metadata, capabilities and the hooks
+below), ``options.py`` (its options model, when it has options), and ``source.py`` and
+``sink.py`` for the sides it has. ``__init__`` and ``options`` import no Spark, so the planner
+and the light services (api, controller) can list and validate connectors without a JVM; the
+hooks import ``source`` and ``sink`` when a query is built. Pieces connectors share at run
+time (the driver's batch writers, the Python data sources Spark's workers import) are in
+``arroyo.connectors.runtime``. Connectors may import ``arroyo.program``, ``arroyo.formats``,
+``arroyo.errors``, ``arroyo.config`` and the SQL language helpers (``arroyo.sql.time``,
+``arroyo.sql.types``), never the engine or the planner.
 """
 
 from __future__ import annotations

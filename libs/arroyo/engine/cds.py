@@ -114,7 +114,7 @@ def build(*, force: bool = False) -> Path | None:
 def _train(target: Path) -> None:
     """Start a session that dumps its classes to ``target`` at exit, run the sample, and wait
     for the JVM to exit (the dump is written then)."""
-    from arroyo.connectors.runtime.sinks import route_stdout
+    from arroyo.connectors.stdout.sink import route_stdout
     from arroyo.engine.session import SessionSettings, get_or_create_session
     from arroyo.engine.warmup import TRAINING_QUERIES, run_sample
 

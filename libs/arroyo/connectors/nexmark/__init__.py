@@ -4,21 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import Field, PositiveFloat
-
-from arroyo.connectors.base import Capabilities, Connector, ConnectorOptions, ReadContext
+from arroyo.connectors.base import Capabilities, Connector, ReadContext
+from arroyo.connectors.nexmark.options import NexmarkOptions
 from arroyo.program.spec import ColumnSpec, TableSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-
-class NexmarkOptions(ConnectorOptions):
-    event_rate: PositiveFloat = Field(description="events per second")
-    runtime: PositiveFloat | None = Field(
-        None, description="seconds of events to generate; the table is bounded when set"
-    )
-
 
 PERSON = (
     "STRUCT<id: BIGINT, name: STRING, email_address: STRING, credit_card: STRING, "
@@ -37,12 +28,12 @@ BID = (
 
 class NexmarkConnector(Connector[NexmarkOptions]):
     """Source. One of ``person``, ``auction``, ``bid`` is set per event (1:3:46). Events are a
-    pure function of their number and the first start time, so replays are identical; they are
-    built in the JVM by a Spark data source in Java (runtime/nexmark_generator.py). At its rate
-    (no batch cap), event ``n`` becomes readable at its event time, to the millisecond, so
-    latency from event time to sink is the pipeline's own. Batch-capped
-    (tests, throughput benchmarks), batches are that many events, as fast as the pipeline
-    takes them."""
+    pure function of their number and the first start time, so replays are identical (exactly
+    once); they are built in the JVM by a Spark data source in Java
+    (runtime/nexmark_generator.py). At its rate (no batch cap), event ``n`` becomes readable at
+    its event time, to the millisecond, so latency from event time to sink is the pipeline's
+    own. Batch-capped (tests, throughput benchmarks), batches are that many events, as fast as
+    the pipeline takes them."""
 
     name = "nexmark"
     description = "Nexmark auction events"
@@ -61,14 +52,9 @@ class NexmarkConnector(Connector[NexmarkOptions]):
         return options.runtime is not None
 
     def read(self, ctx: ReadContext, table: TableSpec, options: NexmarkOptions) -> DataFrame:
-        from arroyo.connectors.runtime.generated import start_time_ms
-        from arroyo.connectors.runtime.nexmark_generator import nexmark_stream
+        from arroyo.connectors.nexmark.source import nexmark_events
 
-        return nexmark_stream(
-            ctx.spark,
-            event_rate=options.event_rate,
-            start_ms=start_time_ms(ctx.state_dir),
-            partitions=ctx.parallelism,
-            rows_per_batch=ctx.max_records_per_batch,
-            total=round(options.event_rate * options.runtime) if options.runtime else None,
-        )
+        return nexmark_events(ctx, options)
+
+
+__all__ = ["NexmarkConnector", "NexmarkOptions"]

@@ -29,9 +29,6 @@ One query reads each stage (the planner refuses a second), as only one can remov
 
 from __future__ import annotations
 
-import os
-import shutil
-from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -57,65 +54,6 @@ def stage_data_dir(table_dir: Path) -> Path:
     return table_dir / "data"
 
 
-def _handed_on(root: Path, batch_id: int) -> bool:
-    """Whether a writer's batch needs no writing: written before a crash (its rows are there,
-    or were read), or the input has ended and every row was written (the runner marks it so
-    only then; what comes after are end-of-input batches, with no rows)."""
-    from arroyo.connectors.runtime.stage_files import END, batch_dir, consumed
-
-    return batch_dir(root, batch_id).exists() or batch_id <= consumed(root) or (root / END).exists()
-
-
-class StageWriter:
-    """A foreachBatch function writing each batch into the stage at ``root``."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def __call__(self, df: DataFrame, batch_id: int) -> None:
-        from arroyo.connectors.runtime.sinks import batch_in_flight, consume
-        from arroyo.connectors.runtime.stage_files import batch_dir
-
-        with batch_in_flight():
-            if _handed_on(self.root, batch_id):
-                consume(df)
-                return
-            tmp = self.root / f".tmp-{batch_id}"
-            shutil.rmtree(tmp, ignore_errors=True)
-            df.write.mode("overwrite").parquet(str(tmp))
-            os.replace(tmp, batch_dir(self.root, batch_id))
-
-
-class StageLines:
-    """A LineWriter putting each batch's change records into the stage at ``root``, as one
-    JSON-lines file (the engine computes the records on the driver: arroyo.engine.changelog)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-
-    def committed(self, batch_id: int) -> bool:
-        return _handed_on(self.root, batch_id)
-
-    def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
-        from arroyo.connectors.runtime.stage_files import LINES_FILE, batch_dir
-
-        tmp = self.root / f".tmp-{batch_id}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
-        written = 0
-        with open(tmp / LINES_FILE, "wb") as f:
-            for line in lines:
-                written += f.write(line)
-        if not written:
-            # No changes (the writer's batches that only move its watermark, every other one
-            # of a join's): no batch for the reader, whose query would run one for nothing.
-            # The reader's offsets are batch ids it lists, so it takes the gap; a replay of
-            # this batch computes no changes again.
-            shutil.rmtree(tmp)
-            return
-        os.replace(tmp, batch_dir(self.root, batch_id))
-
-
 class StageConnector(Connector[NoOptions]):
     """Exactly once, in both directions (see the module docstring). Whether a stage ends is
     the planner's to say, from the query that writes it."""
@@ -139,31 +77,33 @@ class StageConnector(Connector[NoOptions]):
     formats = frozenset({"debezium_json"})
 
     def read(self, ctx: ReadContext, table: TableSpec, options: NoOptions) -> DataFrame:
-        from arroyo.connectors.runtime.stage_files import StageSource
+        from arroyo.connectors.stage.source import read_stage
 
-        root = stage_data_dir(ctx.state_dir)
-        reader = ctx.spark.readStream.format(StageSource.name()).option("path", str(root))
-        if table.format is None:
-            columns = ", ".join(f"`{c.name}` {c.spark_type}" for c in table.columns)
-            reader = reader.option("columns", columns)
-        ctx.spark.dataSource.register(StageSource)
-        return reader.load()
+        return read_stage(ctx, table, stage_data_dir(ctx.state_dir))
 
     def write(
         self, ctx: WriteContext, df: DataFrame, table: TableSpec, options: NoOptions
     ) -> DataStreamWriter:
-        root = stage_data_dir(table_state_dir(ctx.pipeline_dir, table.name))
-        root.mkdir(parents=True, exist_ok=True)
-        return df.writeStream.foreachBatch(StageWriter(root))
+        from arroyo.connectors.stage.sink import StageWriter
+
+        return df.writeStream.foreachBatch(StageWriter(_written_stage(ctx, table)))
 
     def line_writer(self, ctx: WriteContext, table: TableSpec, options: NoOptions) -> LineWriter:
-        root = stage_data_dir(table_state_dir(ctx.pipeline_dir, table.name))
-        root.mkdir(parents=True, exist_ok=True)
-        return StageLines(root)
+        from arroyo.connectors.stage.sink import StageLines
+
+        return StageLines(_written_stage(ctx, table))
 
     def sink_finished(self, ctx: WriteContext, table: TableSpec, options: NoOptions) -> None:
-        from arroyo.connectors.runtime.stage_files import END
+        from arroyo.connectors.stage.sink import mark_ended
 
-        root = stage_data_dir(table_state_dir(ctx.pipeline_dir, table.name))
-        root.mkdir(parents=True, exist_ok=True)
-        (root / END).touch()
+        mark_ended(_written_stage(ctx, table))
+
+
+def _written_stage(ctx: WriteContext, table: TableSpec) -> Path:
+    """The directory of the stage a query writes (made if new)."""
+    root = stage_data_dir(table_state_dir(ctx.pipeline_dir, table.name))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+__all__ = ["STAGE_CONNECTOR", "StageConnector", "stage_data_dir"]
