@@ -104,7 +104,7 @@ def _queries(engine: str, args: argparse.Namespace, spark: Any, tmp: Path) -> li
     from nexmark_spark import QUERIES as BY_HAND
     from pyspark.sql import functions as F
 
-    from arroyo.connectors.nexmark_generator import nexmark_stream
+    from arroyo.connectors.runtime.nexmark_generator import nexmark_stream
 
     events = nexmark_stream(
         spark,

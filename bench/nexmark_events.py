@@ -27,7 +27,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from arroyo.connectors.nexmark_generator import nexmark_batch
+from arroyo.connectors.runtime.nexmark_generator import nexmark_batch
 from arroyo.engine.session import SessionSettings, get_or_create_session
 
 # 2026-01-01T00:00:00Z: a fixed start, so a Parquet file is the same whenever it is written.

@@ -9,7 +9,7 @@ Two pipelines run through our planner and runner, each at each rate, into a blac
 - ``tumble``: bids counted per auction in 1-second tumbling windows.
 
 The ``nexmark`` source at its rate makes event ``n`` readable at its event time (to the
-millisecond: arroyo.connectors.nexmark_generator), so an event's end-to-end latency is the
+millisecond: arroyo.connectors.runtime.nexmark_generator), so an event's end-to-end latency is the
 time from its event time to the moment the micro-batch that carried it was committed (the sink
 has written its rows by then): every event of every batch after the first ``--warmup`` seconds
 counts.

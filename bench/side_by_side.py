@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 
-from arroyo.connectors.nexmark_generator import nexmark_stream
+from arroyo.connectors.runtime.nexmark_generator import nexmark_stream
 from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.engine.session import SessionSettings, get_or_create_session

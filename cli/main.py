@@ -303,7 +303,7 @@ def _run_pipeline(
 
 def _note_first_output() -> list[float]:
     """Print stdout sinks' rows as they would be, noting when the first ones are printed."""
-    from arroyo.connectors.sinks import route_stdout
+    from arroyo.connectors.stdout.sink import route_stdout
 
     first: list[float] = []
 

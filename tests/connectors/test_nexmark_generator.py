@@ -1,4 +1,5 @@
-"""The Nexmark generator, a Spark data source in Java (arroyo.connectors.nexmark_generator)."""
+"""The Nexmark generator, a Spark data source in Java
+(arroyo.connectors.runtime.nexmark_generator)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 pytest.importorskip("pyspark")
 
-from arroyo.connectors.nexmark_generator import NEXMARK_DDL, nexmark_batch, nexmark_stream
+from arroyo.connectors.runtime.nexmark_generator import NEXMARK_DDL, nexmark_batch, nexmark_stream
 from tests.waiting import wait_until
 
 if TYPE_CHECKING:

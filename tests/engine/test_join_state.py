@@ -69,7 +69,7 @@ def test_q9_with_its_bids_dropped_as_the_watermark_passes_equals_the_batch_answe
     ``auction.datetime``), which equal the source's event time: each bid leaves the join's
     state once the watermark passes it. The winning bids must be those of the same events
     computed as a batch (event times shift with the start; the answer does not)."""
-    from arroyo.connectors.nexmark_generator import nexmark_batch
+    from arroyo.connectors.runtime.nexmark_generator import nexmark_batch
 
     rate, total = 20_000, 40_000
     out, state = tmp_path / "out.json", tmp_path / "state"

@@ -21,14 +21,15 @@ import pytest
 from pyspark.sql import SparkSession
 from pyspark.sql.types import LongType, StructField, StructType
 
-from arroyo.connectors.stage import StageLines, StageWriter, stage_data_dir
-from arroyo.connectors.stage_files import (
+from arroyo.connectors.runtime.stage_files import (
     CONSUMED,
     END,
     _StageReader,
     batch_dir,
     committed_batches,
 )
+from arroyo.connectors.stage import stage_data_dir
+from arroyo.connectors.stage.sink import StageLines, StageWriter
 from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from tests.sql.harness import INPUTS, nexmark_q4_sql, read_output, replay_changes

@@ -41,7 +41,7 @@ from arroyo.api.errors import (
 )
 from arroyo.api.readiness import Readiness
 from arroyo.api.routing import EVENT_STREAM, Call, describe
-from arroyo.connectors import CONNECTORS, Connector, ConnectorError, connector
+from arroyo.connectors import CONNECTORS, AnyConnector, ConnectorError, connector
 from arroyo.connectors.base import ConnectorOptions, secret_fields
 from arroyo.errors import ArroyoError
 from arroyo.rpc import NOT_FOUND, CompilerClient, ControllerClient, RpcError
@@ -589,7 +589,7 @@ def _starting(job: Job) -> bool:
     return restart_pending or resume_pending
 
 
-def _connection(name: str, config: Mapping[str, str]) -> tuple[Connector, ConnectorOptions]:
+def _connection(name: str, config: Mapping[str, str]) -> tuple[AnyConnector, ConnectorOptions]:
     """The connector named ``name`` and ``config`` validated as its connection settings; a
     BadRequestError naming the field or option when either is refused."""
     conn = connector(name)
@@ -632,7 +632,7 @@ def _redacted(connector_name: str, config: Mapping[str, str]) -> dict[str, str]:
 # records and messages -> response models
 
 
-def _connector_out(c: Connector) -> m.ConnectorOut:
+def _connector_out(c: AnyConnector) -> m.ConnectorOut:
     return m.ConnectorOut(
         name=c.name,
         description=c.description,

@@ -1,20 +1,29 @@
-"""Connectors, listed explicitly: adding one is adding it to ``CONNECTORS``."""
+"""Connectors, listed explicitly: adding one is adding its package and a line to ``CONNECTORS``.
+
+Each connector is a package ``arroyo.connectors.<name>`` (see ``base``); the registry imports
+their ``__init__`` modules only, which import no Spark, so listing and validating connectors
+needs no JVM.
+"""
 
 from __future__ import annotations
 
-from arroyo.connectors.base import Connector, ConnectorError, ReadContext, WriteContext
-from arroyo.connectors.builtin import (
-    BlackholeConnector,
-    FilesystemConnector,
-    SingleFileConnector,
-    StdoutConnector,
+from arroyo.connectors.base import (
+    AnyConnector,
+    Connector,
+    ConnectorError,
+    ReadContext,
+    WriteContext,
 )
+from arroyo.connectors.blackhole import BlackholeConnector
+from arroyo.connectors.filesystem import FilesystemConnector
 from arroyo.connectors.impulse import ImpulseConnector
 from arroyo.connectors.kafka import KafkaConnector
 from arroyo.connectors.nexmark import NexmarkConnector
+from arroyo.connectors.single_file import SingleFileConnector
 from arroyo.connectors.stage import StageConnector
+from arroyo.connectors.stdout import StdoutConnector
 
-CONNECTORS: tuple[Connector, ...] = (
+CONNECTORS: tuple[AnyConnector, ...] = (
     ImpulseConnector(),
     NexmarkConnector(),
     KafkaConnector(),
@@ -25,13 +34,22 @@ CONNECTORS: tuple[Connector, ...] = (
 )
 
 # The engine's own (stages): found by name for the programs that use them, never listed.
-_INTERNAL: tuple[Connector, ...] = (StageConnector(),)
+INTERNAL: tuple[AnyConnector, ...] = (StageConnector(),)
 
-_BY_NAME = {c.name: c for c in (*CONNECTORS, *_INTERNAL)}
+_BY_NAME = {c.name: c for c in (*CONNECTORS, *INTERNAL)}
 
 
-def connector(name: str) -> Connector | None:
+def connector(name: str) -> AnyConnector | None:
     return _BY_NAME.get(name)
 
 
-__all__ = ["CONNECTORS", "Connector", "ConnectorError", "ReadContext", "WriteContext", "connector"]
+__all__ = [
+    "CONNECTORS",
+    "INTERNAL",
+    "AnyConnector",
+    "Connector",
+    "ConnectorError",
+    "ReadContext",
+    "WriteContext",
+    "connector",
+]

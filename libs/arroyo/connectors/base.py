@@ -1,20 +1,31 @@
 """The connector interface.
 
-A connector is one class behind this interface, listed in ``arroyo.connectors.CONNECTORS``. Its
-typed options model is the single source of validation (unknown options are errors), of the API's
-JSON schema, and of the docs. Spark is imported only inside ``read``/``write``, so the planner and
-the light services can list and validate connectors without a JVM.
+A connector is one package (``arroyo.connectors.<name>``) whose ``Connector`` subclass is listed
+in ``arroyo.connectors.CONNECTORS``. Its typed options model is the single source of validation
+(unknown options are errors), of the API's JSON schema, and of the docs; its ``Capabilities``
+say, once and explicitly, what the planner, the engine and the API may ask of it.
+
+A package is ``__init__.py`` (the ``Connector`` subclass: metadata, capabilities and the hooks
+below), ``options.py`` (its options model, when it has options), and ``source.py`` and
+``sink.py`` for the sides it has. ``__init__`` and ``options`` import no Spark, so the planner
+and the light services (api, controller) can list and validate connectors without a JVM; the
+hooks import ``source`` and ``sink`` when a query is built. Pieces connectors share at run
+time (the driver's batch writers, the Python data sources Spark's workers import) are in
+``arroyo.connectors.runtime``. Connectors may import ``arroyo.program``, ``arroyo.formats``,
+``arroyo.errors``, ``arroyo.config`` and the SQL language helpers (``arroyo.sql.time``,
+``arroyo.sql.types``), never the engine or the planner.
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from abc import ABC
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
+from typing_extensions import TypeVar
 
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.program.spec import ColumnSpec, Role, TableSpec
@@ -36,7 +47,12 @@ class ConnectorOptions(BaseModel):
 
 
 class NoOptions(ConnectorOptions):
-    pass
+    """The options of a connector that takes none (and the connection of one without profiles)."""
+
+
+# A bare ``Connector`` is one of any options, as the planner handles them.
+OptionsT = TypeVar("OptionsT", bound=ConnectorOptions, default=ConnectorOptions)
+ConnectionT = TypeVar("ConnectionT", bound=ConnectorOptions, default=NoOptions)
 
 
 def secret_fields(model: type[BaseModel]) -> frozenset[str]:
@@ -48,6 +64,67 @@ def secret_fields(model: type[BaseModel]) -> frozenset[str]:
         if isinstance(extra, dict) and extra.get("secret"):
             names.add(info.alias or name)
     return frozenset(names)
+
+
+# What a reader of a sink's system sees of the rows, however often a micro-batch is replayed:
+# each once, each at least once, or nothing (a sink that discards them).
+Delivery = Literal["exactly_once", "at_least_once", "none"]
+# Whether a source's input ends: never, always, or as each table's options say (``bounded``).
+Bounded = Literal["never", "always", "per_table"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Capabilities:
+    """What a connector can do, declared by it rather than inferred from its other attributes.
+
+    - ``source``, ``sink``, ``lookup``: the roles its tables may take (``lookup``: read whole as
+      a static table, ``Connector.read_static``).
+    - ``bounded``: whether its source's input ends (``per_table``: ``Connector.bounded`` says).
+    - ``replayable``: its source gives the same rows again for a checkpoint's offsets, so a
+      replayed micro-batch reads what the first attempt read (exactly once with a sink that
+      is). A source that cannot replay says so here and in its docstring.
+    - ``delivery``: the strongest guarantee of its sink (``Connector.delivery`` gives a table's,
+      where options choose); None for a connector without a sink.
+    - ``needs_format``: rows cross it as records of the table's format: its source gives a
+      ``value`` payload to decode, its sink writes encoded records, and updating results reach
+      it as change records. False: the table's columns themselves (generators; a sink that
+      takes Spark's rows as they are, updating ones too).
+    - ``writes_lines``: its sink implements ``Connector.line_writer``, through which updating
+      results and per-batch queries (window functions) are written.
+    - ``source_time``: every row its source gives carries ``_source_time``. Otherwise a row
+      without one takes the processing time, which Spark treats as non-deterministic: it keeps
+      filters above it, out of reach of the optimizer's simplifications (a 10x slower nexmark
+      query, measured).
+    """
+
+    source: bool = False
+    sink: bool = False
+    lookup: bool = False
+    bounded: Bounded = "never"
+    replayable: bool = False
+    delivery: Delivery | None = None
+    needs_format: bool = False
+    writes_lines: bool = False
+    source_time: bool = False
+
+    def __post_init__(self) -> None:
+        if self.sink != (self.delivery is not None):
+            raise ValueError("a sink states its delivery guarantee, and only a sink has one")
+        if not self.source and (self.lookup or self.bounded != "never" or self.replayable):
+            raise ValueError("lookup, bounded and replayable are properties of a source")
+        if self.writes_lines and not self.sink:
+            raise ValueError("writes_lines is a property of a sink")
+
+    @property
+    def roles(self) -> frozenset[Role]:
+        roles: list[Role] = []
+        if self.source:
+            roles.append("source")
+        if self.sink:
+            roles.append("sink")
+        if self.lookup:
+            roles.append("lookup")
+        return frozenset(roles)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,16 +171,30 @@ def table_state_dir(pipeline_dir: Path, table: str) -> Path:
     return pipeline_dir / "tables" / table
 
 
-class Connector(ABC):
-    """One kind of external system.
+class LineWriter(Protocol):
+    """Writes one micro-batch's encoded records; a batch id written before is not written
+    again (``committed``), so a replayed batch never duplicates output."""
+
+    def committed(self, batch_id: int) -> bool: ...
+
+    def write(self, batch_id: int, lines: Iterable[bytes]) -> None: ...
+
+
+class Connector(ABC, Generic[OptionsT, ConnectionT]):
+    """One kind of external system, generic over its table options (``OptionsT``) and, for a
+    connector that takes connection profiles, their settings (``ConnectionT``).
+
+    Options are validated once, when a table is planned (``parse_options``); the program keeps
+    them as planning dumped them, and the engine turns each table's back into the model once
+    per run (``table_options``). Every hook below gets the typed options.
 
     Sources: ``read`` is called once on the driver when a query is built (at planning time too,
     so it must not contact the external system) and returns a streaming DataFrame with:
 
-    - either the table's physical columns (connectors with ``formats`` empty) or a ``value``
-      column holding the raw payload for the table's format to decode;
+    - either the table's physical columns (``needs_format`` false) or a ``value`` column
+      holding the raw payload for the table's format to decode;
     - ``_source_time`` TIMESTAMP: the connector's own event time for the row (NULL: none; a
-      connector that always sets it says so with ``has_source_time``);
+      connector that always sets it says so with ``Capabilities.source_time``);
     - ``_eoi`` BOOLEAN: true on the end-of-input marker rows of a bounded source, which come after
       every real row and let the watermark pass everything. A marker must reach a batch after
       the one that first carried it (a second marker row, or rows that are filtered out), so
@@ -111,25 +202,22 @@ class Connector(ABC):
 
     Sinks: ``write`` is called once on the driver per streaming query with the rows to write (the
     table's columns only) and returns a configured, not yet started ``DataStreamWriter``. Every
-    sink must make a replayed micro-batch (same batch id after a crash) produce no duplicates.
+    sink must make a replayed micro-batch (same batch id after a crash) produce no duplicates,
+    or declare ``at_least_once`` delivery and say so in its docstring.
     """
 
     name: ClassVar[str]
     description: ClassVar[str]
-    roles: ClassVar[frozenset[Role]]
-    options_model: ClassVar[type[ConnectorOptions]] = NoOptions
-    formats: ClassVar[frozenset[str]] = frozenset()
-    default_format: ClassVar[str | None] = None
+    capabilities: ClassVar[Capabilities]
+    options_model: type[OptionsT]
     # Options a connection profile holds (None: the connector takes no profiles). A table's
     # options model must accept every one of them, so a profile's settings merge into a table's.
-    connection_model: ClassVar[type[ConnectorOptions] | None] = None
+    connection_model: type[ConnectionT] | None = None
+    formats: ClassVar[frozenset[str]] = frozenset()
+    default_format: ClassVar[str | None] = None
     # ``METADATA FROM 'key'`` columns the source can fill, with the SQL types each may have
     # (Spark's names); the connector gives them as ``_meta_<key>`` columns.
     metadata_keys: ClassVar[dict[str, tuple[str, ...]]] = {}
-    # True when every row carries ``_source_time``. Otherwise a row without one takes the
-    # processing time, which Spark treats as non-deterministic: it keeps filters above it, out
-    # of reach of the optimizer's simplifications (a 10x slower nexmark query, measured).
-    has_source_time: ClassVar[bool] = False
     # Columns (dotted paths into structs) equal to ``_source_time`` wherever they are set (the
     # nexmark events' ``bid.datetime``...). A join condition between such columns lets Spark
     # drop join state as the watermark passes (arroyo.sql.planner.plan.joins).
@@ -137,47 +225,62 @@ class Connector(ABC):
     # Used by the engine itself (stages): not listed, and no table may name it.
     internal: ClassVar[bool] = False
 
-    def parse_options(self, raw: dict[str, str]) -> ConnectorOptions:
+    @property
+    def roles(self) -> frozenset[Role]:
+        return self.capabilities.roles
+
+    def parse_options(self, raw: Mapping[str, Any]) -> OptionsT:
+        """Validate a table's options (as the SQL names them); pydantic's ValidationError names
+        each option refused. Called when a table is planned."""
         return self.options_model.model_validate(raw)
 
-    def columns(self, options: ConnectorOptions) -> list[ColumnSpec] | None:
+    def table_options(self, table: TableSpec) -> OptionsT:
+        """A planned table's options as the model again (the program holds them dumped). Called
+        by the engine once per table when it builds a run, never by a connector."""
+        return self.options_model.model_validate(table.options)
+
+    def columns(self, options: OptionsT) -> list[ColumnSpec] | None:
         """Columns the connector itself defines (None: the table declares them)."""
         return None
 
-    def bounded(self, options: ConnectorOptions) -> bool:
-        return False
+    def bounded(self, options: OptionsT) -> bool:
+        """Whether a source table with these options ends (``Capabilities.bounded``)."""
+        return self.capabilities.bounded == "always"
 
-    def test_connection(self, options: ConnectorOptions) -> str:
-        """Contact the external system with ``options`` (a ``connection_model``) and say what
+    def delivery(self, options: OptionsT) -> Delivery | None:
+        """What a sink table with these options guarantees (``Capabilities.delivery``)."""
+        return self.capabilities.delivery
+
+    def test_connection(self, settings: ConnectionT) -> str:
+        """Contact the external system with a connection profile's ``settings`` and say what
         was found; raise ``ConnectorError`` naming what failed. Called by the api, off its
         event loop, for ``POST /connection_profiles/test``."""
         raise ConnectorError(f"connector '{self.name}' has no connection to test")
 
-    def read(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
+    def read(self, ctx: ReadContext, table: TableSpec, options: OptionsT) -> DataFrame:
         raise ConnectorError(f"connector '{self.name}' cannot be read from")
 
-    def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter:
-        raise ConnectorError(f"connector '{self.name}' cannot be written to")
-
-    def read_static(self, ctx: ReadContext, table: TableSpec) -> DataFrame:
+    def read_static(self, ctx: ReadContext, table: TableSpec, options: OptionsT) -> DataFrame:
         """A lookup table's rows as a static (batch) DataFrame, in the shape ``read`` gives
         (a ``value`` column for a format to decode, or the physical columns; ``_eoi`` false,
         as a static table has no end-of-input marker). Spark evaluates
         it for each micro-batch of a stream joined with it; a connector says in its docs
-        when changes to the table are seen. Needs ``"lookup"`` in ``roles``."""
+        when changes to the table are seen. Needs ``Capabilities.lookup``."""
         raise ConnectorError(f"connector '{self.name}' cannot be a lookup table")
 
-    @property
-    def writes_lines(self) -> bool:
-        """Whether the sink implements ``line_writer``, which updating results (change records
-        computed by the engine) and per-batch queries (window functions) write through."""
-        return type(self).line_writer is not Connector.line_writer
+    def write(
+        self, ctx: WriteContext, df: DataFrame, table: TableSpec, options: OptionsT
+    ) -> DataStreamWriter:
+        raise ConnectorError(f"connector '{self.name}' cannot be written to")
 
-    def line_writer(self, ctx: WriteContext, table: TableSpec) -> LineWriter:
-        """Writes encoded records given per batch (updating and per-batch results)."""
+    def line_writer(self, ctx: WriteContext, table: TableSpec, options: OptionsT) -> LineWriter:
+        """Writes encoded records given per batch (updating and per-batch results). Needs
+        ``Capabilities.writes_lines``."""
         raise ConnectorError(f"connector '{self.name}' cannot write updating results")
 
-    def source_committed(self, state_dir: Path, table: TableSpec, offsets: dict[str, str]) -> None:
+    def source_committed(
+        self, state_dir: Path, table: TableSpec, options: OptionsT, offsets: dict[str, str]
+    ) -> None:
         """Called on the driver after each committed micro-batch of a query reading ``table``,
         with each source's end offsets as Spark reports them (keyed by Spark's description of
         the source). A connector may tell its system how far the pipeline has read (Kafka
@@ -185,7 +288,7 @@ class Connector(ABC):
         checkpoint, not this, is what the pipeline resumes from."""
         return
 
-    def sink_finished(self, ctx: WriteContext, table: TableSpec) -> None:
+    def sink_finished(self, ctx: WriteContext, table: TableSpec, options: OptionsT) -> None:
         """Called on the driver once a bounded pipeline's query into this sink has written
         its last rows (its input ended and everything was flushed); on a resumed run that
         finds it finished, again."""
@@ -197,17 +300,5 @@ class Connector(ABC):
         return
 
 
-class LineWriter(Protocol):
-    """Writes one micro-batch's encoded records; a batch id written before is not written
-    again (``committed``), so a replayed batch never duplicates output."""
-
-    def committed(self, batch_id: int) -> bool: ...
-
-    def write(self, batch_id: int, lines: Iterable[bytes]) -> None: ...
-
-
-class SinkOnlyConnector(Connector, ABC):
-    roles: ClassVar[frozenset[Role]] = frozenset({"sink"})
-
-    @abstractmethod
-    def write(self, ctx: WriteContext, df: DataFrame, table: TableSpec) -> DataStreamWriter: ...
+# What the registry holds: connectors of any options.
+AnyConnector = Connector[Any, Any]

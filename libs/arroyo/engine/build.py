@@ -56,6 +56,7 @@ def build_source(
     ``signed``: a changelog source's changes as signed rows (``SIGN``) instead."""
     conn = connector(table.connector)
     assert conn is not None, table.connector
+    options = conn.table_options(table)
     ctx = ReadContext(
         spark,
         table_state_dir(settings.state_dir, table.name),
@@ -63,8 +64,11 @@ def build_source(
         settings.max_records_per_batch,
         settings.planning,
     )
-    df = conn.read_static(ctx, table) if table.is_lookup else conn.read(ctx, table)
-    if table.format is not None and conn.formats:
+    if table.is_lookup:
+        df = conn.read_static(ctx, table, options)
+    else:
+        df = conn.read(ctx, table, options)
+    if table.format is not None and conn.capabilities.needs_format:
         df = decode(df, table, signed=signed, planning=settings.planning)
     for col in table.columns:
         if col.metadata_key is not None:
@@ -77,7 +81,7 @@ def build_source(
         return df.select(*[quote_name(c.name) for c in table.columns])
     if table.event_time_column:
         event = F.col(quote_name(table.event_time_column))
-    elif conn.has_source_time:
+    elif conn.capabilities.source_time:
         event = F.col("_source_time")
     else:
         event = F.coalesce(F.col("_source_time"), F.current_timestamp())

@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from arroyo.connectors.base import LineWriter
-from arroyo.connectors.sinks import batch_in_flight, consume
+from arroyo.connectors.runtime.sinks import batch_in_flight, consume
 from arroyo.formats.codec import has_timestamps, json_text
 from arroyo.program.names import quote_name
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from arroyo.connectors.base import LineWriter
-from arroyo.connectors.sinks import batch_in_flight, consume, lines_of
+from arroyo.connectors.runtime.sinks import batch_in_flight, consume, lines_of
 from arroyo.engine.build import window_aggregate_results
 from arroyo.engine.session import temporary_settings
 from arroyo.formats.codec import encode

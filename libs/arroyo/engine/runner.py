@@ -30,9 +30,9 @@ from pyspark.sql.streaming.listener import (
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-from arroyo.connectors import WriteContext, connector
-from arroyo.connectors.base import table_state_dir
-from arroyo.connectors.sinks import wait_for_batches
+from arroyo.connectors import AnyConnector, WriteContext, connector
+from arroyo.connectors.base import ConnectorOptions, table_state_dir
+from arroyo.connectors.runtime.sinks import wait_for_batches
 from arroyo.engine.build import (
     BuildSettings,
     drop_temp_views,
@@ -52,7 +52,7 @@ from arroyo.engine.session import (
     temporary_settings,
 )
 from arroyo.errors import JobFailedError
-from arroyo.program.spec import PipelineProgram, SinkQuery
+from arroyo.program.spec import PipelineProgram, SinkQuery, TableSpec
 from arroyo.udfs import UDF_ERROR
 from arroyo.udfs import load as load_udfs
 from arroyo.udfs import register as register_udfs
@@ -104,6 +104,8 @@ class _Watched:
     query: StreamingQuery
     sources: set[str]
     context: WriteContext
+    # The sink table's options, as its connector's model.
+    sink_options: ConnectorOptions
     ended_sources: set[str] = field(default_factory=set)
     stateful: bool = False
     flushed: bool = False
@@ -177,6 +179,8 @@ class PipelineRunner:
         self.real_time_batch_ms = real_time_batch_ms
         self.progress = Progress()
         self._watched: list[_Watched] = []
+        # Each source table with its connector and options (told of each committed batch).
+        self._sources: list[tuple[AnyConnector, TableSpec, ConnectorOptions]] = []
         self._stop_requested = threading.Event()
         self._graceful_stop = True
         self._listener = _ProgressListener()
@@ -191,6 +195,10 @@ class PipelineRunner:
             library = load_udfs(self.program.udfs, self.program.udfs_path or "<udfs>")
             register_udfs(self.spark, library)
         register(self.spark, self.program, self.settings)
+        for table in self.program.sources:
+            conn = connector(table.connector)
+            assert conn is not None
+            self._sources.append((conn, table, conn.table_options(table)))
         try:
             for index, spec in enumerate(self.program.queries):
                 self._watched.append(self._start_query(index, spec))
@@ -205,6 +213,7 @@ class PipelineRunner:
         sink = spec.sink
         conn = connector(sink.connector)
         assert conn is not None
+        options = conn.table_options(sink)
         df = self.spark.sql(spec.sql)
         sources = end_of_input_sources(df)
         query_dir = self.state_dir / "queries" / f"{index}-{sink.name}"
@@ -214,12 +223,12 @@ class PipelineRunner:
             # keeps under the checkpoint), at every batch: arroyo.engine.session.
             state = os.path.abspath(query_dir / "checkpoint" / "state")
             self.spark.conf.set(UPDATING_TTL_PREFIX + state, str(spec.updating_ttl_ms))
-        if spec.output_mode == "update" and conn.formats:
+        if spec.output_mode == "update" and conn.capabilities.needs_format:
             # Change records for a sink that writes them (a blackhole takes the rows as they are).
             assert spec.key_columns is not None
             changelog = Changelog(
                 query_dir / "sink" / "changelog.sqlite",
-                conn.line_writer(context, sink),
+                conn.line_writer(context, sink, options),
                 [c.name for c in sink.columns if c.physical],
                 spec.key_columns,
                 spec.keep_column,
@@ -232,11 +241,15 @@ class PipelineRunner:
                 None,
             )
             per_batch = PerBatchQuery(
-                spec.batch_view, spec.batch_sql, sink, conn.line_writer(context, sink), merge
+                spec.batch_view,
+                spec.batch_sql,
+                sink,
+                conn.line_writer(context, sink, options),
+                merge,
             )
             writer = df.writeStream.foreachBatch(per_batch)
         else:
-            writer = conn.write(context, df, sink)
+            writer = conn.write(context, df, sink, options)
         writer = (
             writer.option("checkpointLocation", str(query_dir / "checkpoint"))
             .outputMode(spec.output_mode)
@@ -250,7 +263,7 @@ class PipelineRunner:
             else:
                 query = self._start_real_time(writer, df, spec)
         log.info("query_started", sink=sink.name, query_id=str(query.id))
-        return _Watched(spec, query, sources, context)
+        return _Watched(spec, query, sources, context, options)
 
     def _start_real_time(
         self, writer: DataStreamWriter, df: DataFrame, spec: SinkQuery
@@ -338,7 +351,7 @@ class PipelineRunner:
             if w.done and not w.told_finished:
                 conn = connector(w.spec.sink.connector)
                 assert conn is not None
-                conn.sink_finished(w.context, w.spec.sink)
+                conn.sink_finished(w.context, w.spec.sink, w.sink_options)
                 w.told_finished = True
 
     def _check_failures(self) -> None:
@@ -416,11 +429,9 @@ class PipelineRunner:
         if watermark and not is_end_of_time(watermark):
             self.progress.watermark = watermark
         report = _report(w, p, watermark, dropped, self._state_rows_counted)
-        for table in self.program.sources:
-            conn = connector(table.connector)
-            assert conn is not None
+        for conn, table, options in self._sources:
             conn.source_committed(
-                table_state_dir(self.settings.state_dir, table.name), table, report.offsets
+                table_state_dir(self.settings.state_dir, table.name), table, options, report.offsets
             )
         if self.on_batch is not None:
             self.on_batch(report)

@@ -87,7 +87,7 @@ def run_sample(spark: SparkSession, sql: str = WARM_UP_QUERY) -> bool:
 def train_class_archive(target: Path) -> None:
     """Start a session that dumps its classes to ``target`` at exit, run the sample, and wait
     for the JVM to exit (the dump is written then)."""
-    from arroyo.connectors.sinks import route_stdout
+    from arroyo.connectors.stdout.sink import route_stdout
     from arroyo.engine.cds import TRAINING_TIMEOUT_S
     from arroyo.engine.session import SessionSettings, get_or_create_session
 

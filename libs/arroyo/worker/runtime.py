@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from arroyo.config import Config
-from arroyo.connectors.sinks import route_stdout
+from arroyo.connectors.stdout.sink import route_stdout
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.program.spec import PipelineProgram
 from arroyo.rpc import ControllerClient, RpcError

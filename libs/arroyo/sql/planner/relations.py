@@ -100,7 +100,7 @@ def _time_fields(spec: TableSpec) -> frozenset[str]:
     if spec.event_time_column:
         return frozenset({spec.event_time_column.lower()})
     conn = connector(spec.connector) if spec.connector else None
-    if conn is None or not conn.has_source_time:
+    if conn is None or not conn.capabilities.source_time:
         return frozenset()
     return frozenset(f.lower() for f in conn.event_time_fields)
 

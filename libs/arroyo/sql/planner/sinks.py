@@ -35,7 +35,7 @@ def insert(ctx: PlanContext, stmt: Insert) -> None:
             ctx.text.span(stmt.offset),
         )
     sink_connector = connector(target.connector)
-    local_joins = sink_connector is not None and sink_connector.writes_lines
+    local_joins = sink_connector is not None and sink_connector.capabilities.writes_lines
     planned = Rewriter(ctx, local_joins=local_joins, into_sink=True).top_level(stmt.query)
     sql_text = planned.node.sql(dialect="spark")
     _check_streaming(ctx, sql_text, stmt.query, planned)
@@ -131,7 +131,7 @@ def sink_query(ctx: PlanContext, name: str, writes: SinkWrites) -> SinkQuery:
 
 def _check_batch_sink(ctx: PlanContext, sink: TableSpec, offset: int) -> None:
     conn = connector(sink.connector)
-    if conn is None or not conn.writes_lines:
+    if conn is None or not conn.capabilities.writes_lines:
         raise error(
             ErrorCode.WINDOW_FUNCTION_SINK,
             f"connector '{sink.connector}' cannot take the result of a window function yet",
@@ -141,7 +141,7 @@ def _check_batch_sink(ctx: PlanContext, sink: TableSpec, offset: int) -> None:
 
 def _check_updating_sink(ctx: PlanContext, sink: TableSpec, offset: int) -> None:
     conn = connector(sink.connector)
-    takes_any = conn is not None and not conn.formats  # blackhole
+    takes_any = conn is not None and not conn.capabilities.needs_format  # blackhole
     if not takes_any and (sink.format is None or sink.format.name != "debezium_json"):
         raise error(
             ErrorCode.UPDATING_INTO_APPEND_SINK,
@@ -151,7 +151,7 @@ def _check_updating_sink(ctx: PlanContext, sink: TableSpec, offset: int) -> None
             f"use format = 'debezium_json'",
             ctx.text.span(offset),
         )
-    if conn is None or not conn.writes_lines:
+    if conn is None or not conn.capabilities.writes_lines:
         raise error(
             ErrorCode.UPDATING_UNSUPPORTED_SINK,
             f"connector '{sink.connector}' cannot write updating results yet",

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
 
 from arroyo.connectors.base import LineWriter
+from arroyo.program.spec import TableSpec
+
+if TYPE_CHECKING:
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 _in_flight = 0
 _idle = threading.Condition()
@@ -100,85 +104,9 @@ class WriteBatches:
             self.writer.write(batch_id, lines_of(df))
 
 
-class FileAppender:
-    """Appends one line per record to a single file (a LineWriter)."""
+def write_lines(writer: LineWriter, df: DataFrame, table: TableSpec) -> DataStreamWriter:
+    """A streaming sink writing ``df``'s rows, encoded in the table's format, through
+    ``writer`` on the driver, once per batch id."""
+    from arroyo.formats.codec import encode
 
-    def __init__(self, path: str, log: BatchCommitLog) -> None:
-        self.path = path
-        self.log = log
-
-    def committed(self, batch_id: int) -> bool:
-        return batch_id <= self.log.read()[0]
-
-    def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
-        _, length = self.log.read()
-        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        mode = "r+b" if os.path.exists(self.path) else "wb"
-        with open(self.path, mode) as f:
-            f.truncate(length)
-            f.seek(length)
-            for line in lines:
-                f.write(line)
-            f.flush()
-            os.fsync(f.fileno())
-            length = f.tell()
-        self.log.write(batch_id, length)
-
-
-# Where stdout sinks' rows go in this process, when not to standard output: (sink, rows) -> None.
-LiveRoute = Callable[[str, list[str]], None]
-
-
-class _Stdout:
-    route: LiveRoute | None = None
-
-
-def route_stdout(route: LiveRoute | None) -> None:
-    """Send every stdout sink's rows of this process to ``route`` (called on the thread that
-    runs the micro-batch, once per batch) instead of printing them. A cluster worker installs
-    one that forwards them to the controller, where the api streams them to users."""
-    _Stdout.route = route
-
-
-def stdout_route() -> LiveRoute | None:
-    return _Stdout.route
-
-
-class LiveOutput:
-    """Hands each batch's lines to a live-output route (a LineWriter). At least once."""
-
-    def __init__(self, route: LiveRoute, sink: str) -> None:
-        self.route = route
-        self.sink = sink
-
-    def committed(self, batch_id: int) -> bool:
-        return False
-
-    def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
-        rows = [line.decode().rstrip("\n") for line in lines]
-        if rows:
-            self.route(self.sink, rows)
-
-
-class StdoutPrinter:
-    """Prints one line per record (a LineWriter). At least once."""
-
-    def committed(self, batch_id: int) -> bool:
-        return False
-
-    def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
-        out = sys.stdout.buffer
-        for line in lines:
-            out.write(line)
-        out.flush()
-
-
-class Discard:
-    """A LineWriter that computes every record and keeps none (the blackhole sink)."""
-
-    def committed(self, batch_id: int) -> bool:
-        return False
-
-    def write(self, batch_id: int, lines: Iterable[bytes]) -> None:
-        for _ in lines:
-            pass
+    return encode(df, table).writeStream.foreachBatch(WriteBatches(writer))

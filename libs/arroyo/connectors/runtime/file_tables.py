@@ -1,0 +1,55 @@
+"""File tables read on the driver: the streaming source over ``files.py`` (bounded, with
+end-of-input markers) and a lookup table's static read, for the connectors of local files."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from arroyo.connectors.base import ConnectorError, ReadContext
+from arroyo.connectors.runtime.files import BoundedFilesSource, list_files
+from arroyo.formats.codec import physical_columns
+from arroyo.program.spec import TableSpec
+
+# How a table's files are read: Parquet, or one record per line for the table's format.
+FileMode = Literal["lines", "parquet"]
+
+
+def file_mode(table: TableSpec) -> FileMode:
+    return "parquet" if table.format is not None and table.format.name == "parquet" else "lines"
+
+
+def read_stream(ctx: ReadContext, table: TableSpec, path: str, mode: FileMode) -> DataFrame:
+    """The files at ``path`` (a file or a directory) as a bounded stream."""
+    ctx.spark.dataSource.register(BoundedFilesSource)
+    reader = (
+        ctx.spark.readStream.format(BoundedFilesSource.name())
+        .option("path", path)
+        .option("mode", mode)
+        .option("max_records", ctx.max_records_per_batch or 0)
+    )
+    if mode == "parquet":
+        reader = reader.option("columns", _columns_ddl(table))
+    return reader.load()
+
+
+def read_static(ctx: ReadContext, table: TableSpec, path: str, mode: FileMode) -> DataFrame:
+    """A lookup table: the files there when the query is built (the streaming source's
+    listing), read whole by Spark's own readers. Spark keeps the listing, lengths included, for
+    the query's life, so the table is meant to stay as it is while a pipeline reads it; a
+    restarted pipeline lists and reads it afresh."""
+    files = list_files(path)
+    if not files:
+        raise ConnectorError(f"lookup table '{table.name}': no files at '{path}'")
+    if mode == "parquet":
+        df = ctx.spark.read.schema(_columns_ddl(table)).parquet(*files)
+    else:
+        # Blank lines are no records, as for the streaming source (files.py).
+        df = ctx.spark.read.text(files).filter(F.trim(F.col("value")) != "")
+    return df.withColumn("_eoi", F.lit(False))
+
+
+def _columns_ddl(table: TableSpec) -> str:
+    return ", ".join(f"`{c.name}` {c.spark_type}" for c in physical_columns(table))
