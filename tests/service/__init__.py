@@ -1,4 +1,4 @@
-"""Tests of the service bootstrap and of gRPC between services, on real servers and sockets.
+"""Tests of the service bootstrap (arroyo.service), on real servers, sockets and processes.
 
 ``serving`` starts a real service in-process (free ports, no signal handlers, no global logging
 or tracing setup) and stops it however the test ends.
