@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -197,14 +197,6 @@ async def running_api(
         yield Env(client, store, double, compiler_address)
 
 
-def run(tmp_path: Path, scenario: Callable[[Env], Awaitable[None]], **options: Any) -> None:
-    async def main() -> None:
-        async with running_api(tmp_path, **options) as env:
-            await scenario(env)
-
-    asyncio.run(main())
-
-
 @pytest.fixture(scope="module")
 def compiler(spark: SparkSession) -> Compiler:
     from arroyo.compiler import Compiler
@@ -241,17 +233,17 @@ def events(text: str) -> list[tuple[str, str]]:
 # meta
 
 
-def test_ping(tmp_path: Path) -> None:
-    async def scenario(env: Env) -> None:
+async def test_ping(tmp_path: Path) -> None:
+    async with running_api(tmp_path) as env:
         response = await env.client.get("/api/v1/ping")
         assert response.status == 200
         assert await response.json() == {"pong": True}
 
-    run(tmp_path, scenario)
 
-
-def test_openapi_document_lists_every_route_and_every_reference_resolves(tmp_path: Path) -> None:
-    async def scenario(env: Env) -> None:
+async def test_openapi_document_lists_every_route_and_every_reference_resolves(
+    tmp_path: Path,
+) -> None:
+    async with running_api(tmp_path) as env:
         response = await env.client.get("/api/v1/openapi.json")
         assert response.status == 200
         document = await response.json()
@@ -296,14 +288,12 @@ def test_openapi_document_lists_every_route_and_every_reference_resolves(tmp_pat
         query = document["paths"]["/api/v1/pipelines"]["get"]["parameters"]
         assert {p["name"] for p in query} == {"limit", "starting_after"}
 
-    run(tmp_path, scenario)
 
-
-def test_every_route_answers_on_the_server(tmp_path: Path) -> None:
+async def test_every_route_answers_on_the_server(tmp_path: Path) -> None:
     """No route in the table is missing from the application (a 404/405 from the router would
     be an error body naming the router's reason)."""
 
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path) as env:
         for route in ROUTES:
             path = route.full_path.format(
                 pipeline_id="pl_none", job_id="job_none", profile_id="cp_none"
@@ -313,8 +303,6 @@ def test_every_route_answers_on_the_server(tmp_path: Path) -> None:
                 assert "does not exist" in await error_of(response, 404), route
             else:
                 assert response.status in (200, 400, 503), (route, response.status)
-
-    run(tmp_path, scenario)
 
 
 # bad input
@@ -385,18 +373,16 @@ def test_every_route_answers_on_the_server(tmp_path: Path) -> None:
         ("GET", "/api/v1/pipelines/pl_x/jobs/job_x/errors?limit=-1", b"", "query.limit"),
     ],
 )
-def test_bad_input_is_400_naming_the_field(
+async def test_bad_input_is_400_naming_the_field(
     tmp_path: Path, method: str, path: str, body: bytes, expected: str
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path) as env:
         response = await env.client.request(
             method, path, data=body, headers={"Content-Type": "application/json"}
         )
         assert expected in await error_of(response, 400)
         # Validation comes before anything else: nothing compiled, nothing stored.
         assert await env.store.list_pipelines(10) == []
-
-    run(tmp_path, scenario)
 
 
 @pytest.mark.parametrize(
@@ -413,45 +399,39 @@ def test_bad_input_is_400_naming_the_field(
         ("GET", "/jobs/job_x/output"),
     ],
 )
-def test_unknown_pipeline_is_404_naming_it(tmp_path: Path, method: str, suffix: str) -> None:
-    async def scenario(env: Env) -> None:
+async def test_unknown_pipeline_is_404_naming_it(tmp_path: Path, method: str, suffix: str) -> None:
+    async with running_api(tmp_path) as env:
         response = await env.client.request(method, f"/api/v1/pipelines/pl_nope{suffix}")
         message = await error_of(response, 404)
         assert "pl_nope" in message and "does not exist" in message
 
-    run(tmp_path, scenario)
 
-
-def test_router_errors_are_json(tmp_path: Path) -> None:
-    async def scenario(env: Env) -> None:
+async def test_router_errors_are_json(tmp_path: Path) -> None:
+    async with running_api(tmp_path) as env:
         missing = await env.client.get("/api/v1/nothing")
         assert "/api/v1/nothing" in await error_of(missing, 404)
         wrong_method = await env.client.put("/api/v1/ping")
         assert "allowed: GET" in await error_of(wrong_method, 405)
         assert wrong_method.headers["Allow"] == "GET"
 
-    run(tmp_path, scenario)
 
-
-def test_an_unexpected_exception_is_a_logged_500_that_reveals_nothing(tmp_path: Path) -> None:
+async def test_an_unexpected_exception_is_a_logged_500_that_reveals_nothing(tmp_path: Path) -> None:
     async def boom(request: web.Request) -> web.Response:
         raise RuntimeError("secret internals")
 
-    async def scenario(env: Env) -> None:
+    def add_boom(app: web.Application) -> None:
+        app.router.add_get("/boom", boom)
+
+    async with running_api(tmp_path, extra_routes=add_boom) as env:
         with structlog.testing.capture_logs() as logs:
             response = await env.client.get("/boom")
             message = await error_of(response, 500)
         assert "secret" not in message
         assert [e["event"] for e in logs if e["log_level"] == "error"] == ["api_request_failed"]
 
-    def add_boom(app: web.Application) -> None:
-        app.router.add_get("/boom", boom)
 
-    run(tmp_path, scenario, extra_routes=add_boom)
-
-
-def test_compiler_down_is_503_and_stores_nothing(tmp_path: Path) -> None:
-    async def scenario(env: Env) -> None:
+async def test_compiler_down_is_503_and_stores_nothing(tmp_path: Path) -> None:
+    async with running_api(tmp_path) as env:
         response = await env.client.post("/api/v1/pipelines", json={"name": "p", "query": QUERY})
         message = await error_of(response, 503)
         assert "compiler is unavailable" in message
@@ -461,14 +441,12 @@ def test_compiler_down_is_503_and_stores_nothing(tmp_path: Path) -> None:
         assert await env.store.list_pipelines(10) == []
         assert env.controller is not None and env.controller.jobs_changed == 0
 
-    run(tmp_path, scenario)
-
 
 # readiness
 
 
-def test_status_says_what_is_not_ready_and_why(tmp_path: Path) -> None:
-    async def scenario(env: Env) -> None:
+async def test_status_says_what_is_not_ready_and_why(tmp_path: Path) -> None:
+    async with running_api(tmp_path) as env:
         assert env.controller is not None
         response = await env.client.get("/api/v1/status")
         assert response.status == 200
@@ -498,11 +476,9 @@ def test_status_says_what_is_not_ready_and_why(tmp_path: Path) -> None:
         # The compiler is still down.
         assert status["ready"] is False
 
-    run(tmp_path, scenario)
 
-
-def test_status_is_200_with_the_controller_down(tmp_path: Path) -> None:
-    async def scenario(env: Env) -> None:
+async def test_status_is_200_with_the_controller_down(tmp_path: Path) -> None:
+    async with running_api(tmp_path, controller_up=False) as env:
         response = await env.client.get("/api/v1/status")
         assert response.status == 200
         status = await response.json()
@@ -511,14 +487,12 @@ def test_status_is_200_with_the_controller_down(tmp_path: Path) -> None:
         assert status["services"]["nodes"]["state"] == "unknown"
         assert "controller" in status["services"]["nodes"]["detail"]
 
-    run(tmp_path, scenario, controller_up=False)
-
 
 @pytest.mark.spark
-def test_a_request_waits_for_a_compiler_that_starts_late(
+async def test_a_request_waits_for_a_compiler_that_starts_late(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler_wait_s=60) as env:
         assert env.controller is not None
         env.controller.nodes = [
             controller_pb2.NodeInfo(node_id="a", address="x:1", task_slots=1, free_slots=1)
@@ -543,15 +517,15 @@ def test_a_request_waits_for_a_compiler_that_starts_late(
         status = await (await env.client.get("/api/v1/status")).json()
         assert status["services"]["compiler"]["state"] == "unavailable", status
 
-    run(tmp_path, scenario, compiler_wait_s=60)
-
 
 # compiling
 
 
 @pytest.mark.spark
-def test_validate_query_returns_the_graph_and_tables(tmp_path: Path, compiler: Compiler) -> None:
-    async def scenario(env: Env) -> None:
+async def test_validate_query_returns_the_graph_and_tables(
+    tmp_path: Path, compiler: Compiler
+) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         response = await env.client.post("/api/v1/pipelines/validate_query", json={"query": QUERY})
         assert response.status == 200
         body = await response.json()
@@ -566,14 +540,12 @@ def test_validate_query_returns_the_graph_and_tables(tmp_path: Path, compiler: C
         assert "counter" in {c["name"] for c in tables["impulse"]["columns"]}
         assert await env.store.list_pipelines(10) == []
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_validate_query_with_errors_is_200_with_positions(
+async def test_validate_query_with_errors_is_200_with_positions(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         response = await env.client.post(
             "/api/v1/pipelines/validate_query", json={"query": BAD_QUERY}
         )
@@ -583,14 +555,12 @@ def test_validate_query_with_errors_is_200_with_positions(
         assert (error["code"], error["line"], error["column"]) == ("unknown_column", 3, 24)
         assert body["graph"] == {"nodes": [], "edges": []}
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_create_pipeline_stores_it_and_nudges_the_controller(
+async def test_create_pipeline_stores_it_and_nudges_the_controller(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create("counting", parallelism=2, checkpoint_interval_micros=1_000_000)
         assert created["id"].startswith("pl_") and created["job_id"].startswith("job_")
         assert created["name"] == "counting" and created["query"] == QUERY
@@ -610,14 +580,12 @@ def test_create_pipeline_stores_it_and_nudges_the_controller(
         job = await env.store.get_job(JobId(created["job_id"]))
         assert job is not None and job.config.parallelism == 2
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_create_with_bad_sql_is_400_with_diagnostics_and_stores_nothing(
+async def test_create_with_bad_sql_is_400_with_diagnostics_and_stores_nothing(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         response = await env.client.post(
             "/api/v1/pipelines", json={"name": "p", "query": BAD_QUERY}
         )
@@ -639,14 +607,12 @@ def test_create_with_bad_sql_is_400_with_diagnostics_and_stores_nothing(
         assert await env.store.list_jobs() == []
         assert env.controller is not None and env.controller.jobs_changed == 0
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_pipelines_are_listed_newest_first_a_page_at_a_time(
+async def test_pipelines_are_listed_newest_first_a_page_at_a_time(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         ids = [(await env.create(f"p{i}"))["id"] for i in range(5)]
         newest_first = ids[::-1]
 
@@ -673,17 +639,15 @@ def test_pipelines_are_listed_newest_first_a_page_at_a_time(
         response = await env.client.get("/api/v1/pipelines", params={"starting_after": "pl_no"})
         assert "query.starting_after" in await error_of(response, 400)
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 # changing and deleting
 
 
 @pytest.mark.spark
-def test_patch_changes_the_job_config_and_nudges_the_controller(
+async def test_patch_changes_the_job_config_and_nudges_the_controller(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create()
         url = f"/api/v1/pipelines/{created['id']}"
         assert env.controller is not None
@@ -708,14 +672,12 @@ def test_patch_changes_the_job_config_and_nudges_the_controller(
         assert (await response.json())["checkpoint_interval_micros"] == 5
         assert env.controller.jobs_changed == 3
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_deleting_a_live_pipeline_is_409_and_a_stopped_one_goes(
+async def test_deleting_a_live_pipeline_is_409_and_a_stopped_one_goes(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create()
         url = f"/api/v1/pipelines/{created['id']}"
         job_id = JobId(created["job_id"])
@@ -747,12 +709,10 @@ def test_deleting_a_live_pipeline_is_409_and_a_stopped_one_goes(
         assert await error_of(await env.client.get(url), 404)
         assert await env.store.get_job(job_id) is None
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_restart_requests_a_restart(tmp_path: Path, compiler: Compiler) -> None:
-    async def scenario(env: Env) -> None:
+async def test_restart_requests_a_restart(tmp_path: Path, compiler: Compiler) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create()
         url = f"/api/v1/pipelines/{created['id']}/restart"
         job_id = JobId(created["job_id"])
@@ -791,15 +751,15 @@ def test_restart_requests_a_restart(tmp_path: Path, compiler: Compiler) -> None:
         )
         assert env.controller is not None and env.controller.jobs_changed == 3
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 # jobs
 
 
 @pytest.mark.spark
-def test_jobs_are_listed_per_pipeline_and_all_together(tmp_path: Path, compiler: Compiler) -> None:
-    async def scenario(env: Env) -> None:
+async def test_jobs_are_listed_per_pipeline_and_all_together(
+    tmp_path: Path, compiler: Compiler
+) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         first, second = await env.create("a"), await env.create("b")
         response = await env.client.get(f"/api/v1/pipelines/{first['id']}/jobs")
         [job] = (await response.json())["data"]
@@ -822,12 +782,12 @@ def test_jobs_are_listed_per_pipeline_and_all_together(tmp_path: Path, compiler:
         everything = (await (await env.client.get("/api/v1/jobs")).json())["data"]
         assert [j["id"] for j in everything] == [second["job_id"], first["job_id"]]
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_checkpoints_and_errors_come_from_the_store(tmp_path: Path, compiler: Compiler) -> None:
-    async def scenario(env: Env) -> None:
+async def test_checkpoints_and_errors_come_from_the_store(
+    tmp_path: Path, compiler: Compiler
+) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created, other = await env.create("a"), await env.create("b")
         job_id = JobId(created["job_id"])
         for epoch in range(3):
@@ -865,12 +825,10 @@ def test_checkpoints_and_errors_come_from_the_store(tmp_path: Path, compiler: Co
         wrong = f"/api/v1/pipelines/{other['id']}/jobs/{job_id}/checkpoints"
         assert job_id in await error_of(await env.client.get(wrong), 404)
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_metrics_come_from_the_controller(tmp_path: Path, compiler: Compiler) -> None:
-    async def scenario(env: Env) -> None:
+async def test_metrics_come_from_the_controller(tmp_path: Path, compiler: Compiler) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create()
         assert env.controller is not None
         url = f"/api/v1/pipelines/{created['id']}/jobs/{created['job_id']}/metrics"
@@ -893,14 +851,12 @@ def test_metrics_come_from_the_controller(tmp_path: Path, compiler: Compiler) ->
         assert metrics["rows_in_per_second"] == 2.5
         assert metrics["watermark_micros"] is None
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_output_is_relayed_as_server_sent_events(tmp_path: Path, compiler: Compiler) -> None:
+async def test_output_is_relayed_as_server_sent_events(tmp_path: Path, compiler: Compiler) -> None:
     rows = [{"counter": 1}, {"counter": 2}, {"text": "two\nlines"}]
 
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create()
         assert env.controller is not None
         env.controller.output[created["job_id"]] = [
@@ -920,14 +876,12 @@ def test_output_is_relayed_as_server_sent_events(tmp_path: Path, compiler: Compi
         assert [json.loads(data) for name, data in received if name == "message"] == rows
         assert received[-1] == ("done", "{}")
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_a_broken_output_stream_ends_with_an_error_event(
+async def test_a_broken_output_stream_ends_with_an_error_event(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create()
         assert env.controller is not None
         env.controller.output[created["job_id"]] = [
@@ -940,14 +894,12 @@ def test_a_broken_output_stream_ends_with_an_error_event(
         name, data = received[-1]
         assert name == "error" and "the worker went away" in json.loads(data)["error"]
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_leaving_the_output_stream_cancels_the_controllers(
+async def test_leaving_the_output_stream_cancels_the_controllers(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create()
         assert env.controller is not None
         env.controller.endless.add(created["job_id"])
@@ -957,15 +909,13 @@ def test_leaving_the_output_stream_cancels_the_controllers(
         response.close()
         await asyncio.wait_for(env.controller.stream_closed.wait(), timeout=30)
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_preview_creates_a_flagged_pipeline(tmp_path: Path, compiler: Compiler) -> None:
+async def test_preview_creates_a_flagged_pipeline(tmp_path: Path, compiler: Compiler) -> None:
     query = "CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '10');\n"
     query += "SELECT counter FROM impulse"
 
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         response = await env.client.post("/api/v1/pipelines/preview", json={"query": query})
         assert response.status == 201
         preview = await response.json()
@@ -982,17 +932,15 @@ def test_preview_creates_a_flagged_pipeline(tmp_path: Path, compiler: Compiler) 
         received = events(await (await env.client.get(url)).text())
         assert received == [("message", '{"counter": 0}'), ("done", "{}")]
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 # the controller down
 
 
 @pytest.mark.spark
-def test_a_controller_that_is_down_fails_only_what_needs_it(
+async def test_a_controller_that_is_down_fails_only_what_needs_it(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler, controller_up=False) as env:
         # The nudge is best effort: the change is stored and the controller polls for it.
         created = await env.create()
         assert await env.store.get_pipeline(PipelineId(created["id"])) is not None
@@ -1008,20 +956,18 @@ def test_a_controller_that_is_down_fails_only_what_needs_it(
         # What the store answers still works.
         assert (await env.client.get(f"{job}/checkpoints")).status == 200
 
-    run(tmp_path, scenario, compiler=compiler, controller_up=False)
-
 
 # the web UI
 
 
-def test_web_root_serves_the_ui_beside_the_api(tmp_path: Path) -> None:
+async def test_web_root_serves_the_ui_beside_the_api(tmp_path: Path) -> None:
     root = tmp_path / "webui"
     (root / "assets").mkdir(parents=True)
     (root / "index.html").write_text("<html>arroyo</html>")
     (root / "assets" / "app.js").write_text("console.log('arroyo')")
     (tmp_path / "secret.txt").write_text("not for you")
 
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, web_root=root) as env:
         for path in ("/", "/pipelines/pl_1"):
             response = await env.client.get(path)
             assert (response.status, await response.text()) == (200, "<html>arroyo</html>")
@@ -1032,12 +978,7 @@ def test_web_root_serves_the_ui_beside_the_api(tmp_path: Path) -> None:
         await error_of(await env.client.get("/api/v1/nothing"), 404)
         assert (await env.client.get("/api/v1/ping")).status == 200
 
-    run(tmp_path, scenario, web_root=root)
-
-    async def without_index() -> None:
-        async with running_api(tmp_path / "other", web_root=tmp_path / "assets-only"):
-            pass
-
     (tmp_path / "other").mkdir()
     with pytest.raises(WebRootError):
-        asyncio.run(without_index())
+        async with running_api(tmp_path / "other", web_root=tmp_path / "assets-only"):
+            pass

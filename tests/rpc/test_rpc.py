@@ -144,61 +144,49 @@ def start_request(job_id: str) -> worker_pb2.StartExecutionRequest:
         ("relay", "unavailable", ErrorDomain.EXTERNAL, True, grpc.StatusCode.UNAVAILABLE),
     ],
 )
-def test_servicer_errors_reach_the_caller_as_rpc_errors(
+async def test_servicer_errors_reach_the_caller_as_rpc_errors(
     job_id: str, code: str, domain: ErrorDomain, retryable: bool, status: Any
 ) -> None:
-    async def scenario() -> RpcError:
-        async with (
-            serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker())) as running,
-            WorkerClient(running.grpc_address) as client,
-        ):
-            with pytest.raises(RpcError) as caught:
-                await client.start_execution(start_request(job_id))
-            # The service keeps answering after a failed call.
-            phase = await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
-            assert phase.phase == worker_pb2.WORKER_PHASE_RUNNING
-            return caught.value
-
-    err = asyncio.run(scenario())
+    async with (
+        serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker())) as running,
+        WorkerClient(running.grpc_address) as client,
+    ):
+        with pytest.raises(RpcError) as caught:
+            await client.start_execution(start_request(job_id))
+        # The service keeps answering after a failed call.
+        phase = await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
+        assert phase.phase == worker_pb2.WORKER_PHASE_RUNNING
+    err = caught.value
     assert (err.code, err.domain, err.retryable, err.status) == (code, domain, retryable, status)
     assert isinstance(err.__cause__, grpc.aio.AioRpcError)
 
 
-def test_a_successful_call_returns_the_generated_message() -> None:
-    async def scenario() -> worker_pb2.GetWorkerPhaseResponse:
-        async with (
-            serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker())) as running,
-            WorkerClient(running.grpc_address) as client,
-        ):
-            return await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
-
-    response = asyncio.run(scenario())
+async def test_a_successful_call_returns_the_generated_message() -> None:
+    async with (
+        serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker())) as running,
+        WorkerClient(running.grpc_address) as client,
+    ):
+        response = await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
     assert isinstance(response, worker_pb2.GetWorkerPhaseResponse)
     assert (response.job.job_id, response.job.generation) == ("job-1", 3)
 
 
-def test_an_unreachable_peer_is_unavailable_and_retryable() -> None:
-    async def scenario() -> RpcError:
-        async with WorkerClient(f"127.0.0.1:{unused_port()}", timeout_s=5) as client:
-            with pytest.raises(RpcError) as caught:
-                await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
-            return caught.value
-
-    err = asyncio.run(scenario())
+async def test_an_unreachable_peer_is_unavailable_and_retryable() -> None:
+    async with WorkerClient(f"127.0.0.1:{unused_port()}", timeout_s=5) as client:
+        with pytest.raises(RpcError) as caught:
+            await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
+    err = caught.value
     assert (err.code, err.domain, err.retryable) == ("unavailable", ErrorDomain.EXTERNAL, True)
     assert err.status == grpc.StatusCode.UNAVAILABLE
 
 
-def test_connected_says_whether_the_peer_can_be_reached() -> None:
-    async def scenario() -> tuple[bool, bool]:
-        async with (
-            serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker())) as up,
-            WorkerClient(str(up.grpc_address)) as reachable,
-            WorkerClient(f"127.0.0.1:{unused_port()}") as unreachable,
-        ):
-            return await reachable.connected(5), await unreachable.connected(0.2)
-
-    assert asyncio.run(scenario()) == (True, False)
+async def test_connected_says_whether_the_peer_can_be_reached() -> None:
+    async with (
+        serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker())) as up,
+        WorkerClient(str(up.grpc_address)) as reachable,
+        WorkerClient(f"127.0.0.1:{unused_port()}") as unreachable,
+    ):
+        assert (await reachable.connected(5), await unreachable.connected(0.2)) == (True, False)
 
 
 class Compiler(compiler_pb2_grpc.CompilerServiceServicer):
@@ -208,75 +196,62 @@ class Compiler(compiler_pb2_grpc.CompilerServiceServicer):
         return compiler_pb2.ValidateUdfsResponse(udfs=[compiler_pb2.Udf(name="f")])
 
 
-def test_wait_for_ready_waits_for_a_peer_that_comes_up_within_the_deadline() -> None:
-    async def scenario() -> compiler_pb2.ValidateUdfsResponse:
-        port = unused_port()
-        async with CompilerClient(f"127.0.0.1:{port}") as client:
-            call = asyncio.create_task(
-                client.validate_udfs(
-                    compiler_pb2.ValidateUdfsRequest(), timeout_s=30, wait_for_ready=True
-                )
+async def test_wait_for_ready_waits_for_a_peer_that_comes_up_within_the_deadline() -> None:
+    port = unused_port()
+    async with CompilerClient(f"127.0.0.1:{port}") as client:
+        call = asyncio.create_task(
+            client.validate_udfs(
+                compiler_pb2.ValidateUdfsRequest(), timeout_s=30, wait_for_ready=True
             )
-            # Without wait_for_ready the call fails at once (the test above); this one waits.
-            done, _ = await asyncio.wait({call}, timeout=0.5)
-            assert not done
-            servicer = (compiler_pb2_grpc.add_CompilerServiceServicer_to_server, Compiler())
-            async with serving(servicer, port=port):
-                return await call
+        )
+        # Without wait_for_ready the call fails at once (the test above); this one waits.
+        done, _ = await asyncio.wait({call}, timeout=0.5)
+        assert not done
+        servicer = (compiler_pb2_grpc.add_CompilerServiceServicer_to_server, Compiler())
+        async with serving(servicer, port=port):
+            response = await call
+    assert [udf.name for udf in response.udfs] == ["f"]
 
-    assert [udf.name for udf in asyncio.run(scenario()).udfs] == ["f"]
 
-
-def test_a_missed_deadline_is_unavailable_and_retryable() -> None:
-    worker = Worker()
-
-    async def scenario() -> RpcError:
-        async with (
-            serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, worker)) as running,
-            WorkerClient(running.grpc_address) as client,
-        ):
-            with pytest.raises(RpcError) as caught:
-                # StopExecution waits for `release`, which nobody sets.
-                await client.stop_execution(worker_pb2.StopExecutionRequest(), timeout_s=0.2)
-            return caught.value
-
-    err = asyncio.run(scenario())
+async def test_a_missed_deadline_is_unavailable_and_retryable() -> None:
+    async with (
+        serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker())) as running,
+        WorkerClient(running.grpc_address) as client,
+    ):
+        with pytest.raises(RpcError) as caught:
+            # StopExecution waits for `release`, which nobody sets.
+            await client.stop_execution(worker_pb2.StopExecutionRequest(), timeout_s=0.2)
+    err = caught.value
     assert (err.code, err.domain, err.retryable) == ("unavailable", ErrorDomain.EXTERNAL, True)
     assert err.status == grpc.StatusCode.DEADLINE_EXCEEDED
 
 
-def test_a_stream_yields_every_response_in_order() -> None:
-    async def scenario() -> list[controller_pb2.SubscribeToOutputResponse]:
-        async with (
-            serving(
-                (controller_pb2_grpc.add_ControllerServiceServicer_to_server, Controller())
-            ) as running,
-            ControllerClient(running.grpc_address) as client,
-        ):
-            request = controller_pb2.SubscribeToOutputRequest(job_id="job-1")
-            return [response async for response in client.subscribe_to_output(request)]
-
-    responses = asyncio.run(scenario())
+async def test_a_stream_yields_every_response_in_order() -> None:
+    async with (
+        serving(
+            (controller_pb2_grpc.add_ControllerServiceServicer_to_server, Controller())
+        ) as running,
+        ControllerClient(running.grpc_address) as client,
+    ):
+        request = controller_pb2.SubscribeToOutputRequest(job_id="job-1")
+        responses = [response async for response in client.subscribe_to_output(request)]
     assert [list(r.rows) for r in responses] == [['{"a":1}'], ['{"a":2}'], []]
     assert [r.done for r in responses] == [False, False, True]
 
 
-def test_a_stream_that_fails_raises_after_what_it_sent() -> None:
-    async def scenario() -> tuple[list[str], RpcError]:
-        received: list[str] = []
-        async with (
-            serving(
-                (controller_pb2_grpc.add_ControllerServiceServicer_to_server, Controller())
-            ) as running,
-            ControllerClient(running.grpc_address) as client,
-        ):
-            request = controller_pb2.SubscribeToOutputRequest(job_id="vanishing")
-            with pytest.raises(RpcError) as caught:
-                async for response in client.subscribe_to_output(request):
-                    received.extend(response.rows)
-            return received, caught.value
-
-    received, err = asyncio.run(scenario())
+async def test_a_stream_that_fails_raises_after_what_it_sent() -> None:
+    received: list[str] = []
+    async with (
+        serving(
+            (controller_pb2_grpc.add_ControllerServiceServicer_to_server, Controller())
+        ) as running,
+        ControllerClient(running.grpc_address) as client,
+    ):
+        request = controller_pb2.SubscribeToOutputRequest(job_id="vanishing")
+        with pytest.raises(RpcError) as caught:
+            async for response in client.subscribe_to_output(request):
+                received.extend(response.rows)
+    err = caught.value
     assert received == ['{"a":1}']
     assert (err.code, err.domain, err.status) == (
         "not_found",
@@ -285,49 +260,41 @@ def test_a_stream_that_fails_raises_after_what_it_sent() -> None:
     )
 
 
-def test_leaving_a_stream_early_cancels_it_on_the_server() -> None:
+async def test_leaving_a_stream_early_cancels_it_on_the_server() -> None:
     controller = Controller()
-
-    async def scenario() -> None:
-        async with (
-            serving(
-                (controller_pb2_grpc.add_ControllerServiceServicer_to_server, controller)
-            ) as running,
-            ControllerClient(running.grpc_address) as client,
-        ):
-            stream = client.subscribe_to_output(
-                controller_pb2.SubscribeToOutputRequest(job_id="endless")
-            )
-            first = await anext(stream)
-            assert list(first.rows) == ["0"]
-            await stream.aclose()
-            # The servicer's generator is closed by the cancellation, not by the server's stop.
-            await asyncio.wait_for(controller.stream_closed.wait(), timeout=10)
-
-    asyncio.run(scenario())
+    async with (
+        serving(
+            (controller_pb2_grpc.add_ControllerServiceServicer_to_server, controller)
+        ) as running,
+        ControllerClient(running.grpc_address) as client,
+    ):
+        stream = client.subscribe_to_output(
+            controller_pb2.SubscribeToOutputRequest(job_id="endless")
+        )
+        first = await anext(stream)
+        assert list(first.rows) == ["0"]
+        await stream.aclose()
+        # The servicer's generator is closed by the cancellation, not by the server's stop.
+        await asyncio.wait_for(controller.stream_closed.wait(), timeout=10)
 
 
-def test_client_and_server_spans_share_the_trace() -> None:
+async def test_client_and_server_spans_share_the_trace() -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-
-    async def scenario() -> None:
-        async with serving(
-            (worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker()),
-            tracer_provider=provider,
-        ) as running:
-            shared = channel(running.grpc_address or "", tracer_provider=provider)
-            try:
-                client = WorkerClient(shared)
-                with provider.get_tracer("test").start_as_current_span("controller_tick"):
-                    await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
-                    with pytest.raises(RpcError):
-                        await client.start_execution(start_request("missing"))
-            finally:
-                await shared.close()
-
-    asyncio.run(scenario())
+    async with serving(
+        (worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker()),
+        tracer_provider=provider,
+    ) as running:
+        shared = channel(running.grpc_address or "", tracer_provider=provider)
+        try:
+            client = WorkerClient(shared)
+            with provider.get_tracer("test").start_as_current_span("controller_tick"):
+                await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
+                with pytest.raises(RpcError):
+                    await client.start_execution(start_request("missing"))
+        finally:
+            await shared.close()
     spans = exporter.get_finished_spans()
     (outer,) = [s for s in spans if s.name == "controller_tick"]
     for method, status_code in [("GetWorkerPhase", 0), ("StartExecution", 5)]:

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import sqlite3
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, closing
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ParamSpec
 
 import asyncpg
 import pytest
@@ -41,20 +39,8 @@ from arroyo.store import (
     open_store,
 )
 from arroyo.store.migrations import LATEST_VERSION, MIGRATIONS
+from tests import aio
 from tests.servers import create_database
-
-P = ParamSpec("P")
-
-
-def run_async(test: Callable[P, Coroutine[Any, Any, None]]) -> Callable[P, None]:
-    """Run an async test on a fresh event loop (no pytest-asyncio here). functools.wraps keeps
-    the signature, so pytest still sees the fixtures the test asks for."""
-
-    @functools.wraps(test)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> None:
-        asyncio.run(test(*args, **kwargs))
-
-    return wrapper
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -64,7 +50,7 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'data' / 'arroyo.db'}"
     server: str = request.getfixturevalue("postgres_url")
-    return asyncio.run(create_database(server, f"store_{uuid.uuid4().hex[:12]}"))
+    return aio.run(create_database(server, f"store_{uuid.uuid4().hex[:12]}"))
 
 
 @asynccontextmanager
@@ -140,7 +126,6 @@ def checkpoint(n: int, epoch: int, *, query: str = "q0", finished_at: int = 0) -
 # migrations
 
 
-@run_async
 async def test_migrate_creates_the_schema_and_is_idempotent(database_url: str) -> None:
     async with opened(database_url, migrate=False) as store:
         assert await store.migrate() == LATEST_VERSION
@@ -151,7 +136,6 @@ async def test_migrate_creates_the_schema_and_is_idempotent(database_url: str) -
     assert await schema_versions(database_url) == [m.version for m in MIGRATIONS]
 
 
-@run_async
 async def test_migrate_concurrently_applies_each_migration_once(database_url: str) -> None:
     stores = await asyncio.gather(*(open_store(database_url) for _ in range(4)))
     try:
@@ -164,7 +148,6 @@ async def test_migrate_concurrently_applies_each_migration_once(database_url: st
     assert await schema_versions(database_url) == [m.version for m in MIGRATIONS]
 
 
-@run_async
 async def test_migrate_refuses_a_schema_newer_than_this_build(database_url: str) -> None:
     async with opened(database_url):
         pass
@@ -185,7 +168,6 @@ async def test_migrate_refuses_a_schema_newer_than_this_build(database_url: str)
 # pipelines
 
 
-@run_async
 async def test_create_pipeline_makes_its_job_in_state_created(database_url: str) -> None:
     async with opened(database_url) as store:
         config = replace(CONFIG, restart_nonce=3, restart_force=True, ignore_state=True)
@@ -207,7 +189,6 @@ async def test_create_pipeline_makes_its_job_in_state_created(database_url: str)
         assert await store.list_jobs(PipelineId("pl_1")) == [job]
 
 
-@run_async
 async def test_lookups_of_missing_rows_return_none(database_url: str) -> None:
     async with opened(database_url) as store:
         assert await store.get_pipeline(PipelineId("pl_nope")) is None
@@ -219,7 +200,6 @@ async def test_lookups_of_missing_rows_return_none(database_url: str) -> None:
         assert await store.list_job_errors(JobId("job_nope")) == []
 
 
-@run_async
 async def test_create_pipeline_with_a_taken_id_conflicts_and_writes_nothing(
     database_url: str,
 ) -> None:
@@ -235,7 +215,6 @@ async def test_create_pipeline_with_a_taken_id_conflicts_and_writes_nothing(
         assert await store.get_pipeline(PipelineId("pl_2")) is None
 
 
-@run_async
 async def test_list_pipelines_pages_newest_first(database_url: str) -> None:
     async with opened(database_url) as store:
         for n in (3, 1, 5, 2):
@@ -257,7 +236,6 @@ async def test_list_pipelines_pages_newest_first(database_url: str) -> None:
         assert await store.list_pipelines(10, starting_after=PipelineId("pl_1")) == []
 
 
-@run_async
 async def test_list_pipelines_refuses_an_unknown_cursor_and_a_negative_limit(
     database_url: str,
 ) -> None:
@@ -269,7 +247,6 @@ async def test_list_pipelines_refuses_an_unknown_cursor_and_a_negative_limit(
             await store.list_pipelines(-1)
 
 
-@run_async
 async def test_list_jobs_newest_first_all_or_one_pipelines(database_url: str) -> None:
     async with opened(database_url) as store:
         jobs = [await create(store, n) for n in (1, 3, 2)]
@@ -277,7 +254,6 @@ async def test_list_jobs_newest_first_all_or_one_pipelines(database_url: str) ->
         assert await store.list_jobs(PipelineId("pl_2")) == [jobs[2]]
 
 
-@run_async
 async def test_delete_pipeline_takes_its_job_checkpoints_and_errors(database_url: str) -> None:
     async with opened(database_url) as store:
         await create(store, 1)
@@ -306,7 +282,6 @@ async def test_delete_pipeline_takes_its_job_checkpoints_and_errors(database_url
 # job config (the api)
 
 
-@run_async
 async def test_update_job_config_changes_only_the_fields_given(database_url: str) -> None:
     async with opened(database_url) as store:
         created = await create(store, 1)
@@ -334,7 +309,6 @@ async def test_update_job_config_changes_only_the_fields_given(database_url: str
         assert await store.get_job(jid) == job
 
 
-@run_async
 async def test_restart_bumps_the_nonce_and_clears_stop(database_url: str) -> None:
     async with opened(database_url) as store:
         created = await create(store, 1)
@@ -360,7 +334,6 @@ async def test_restart_bumps_the_nonce_and_clears_stop(database_url: str) -> Non
             await store.update_job_config(jid, restart=True, stop=StopMode.IMMEDIATE)
 
 
-@run_async
 async def test_concurrent_restarts_each_bump_the_nonce(database_url: str) -> None:
     async with opened(database_url) as store, opened(database_url) as other:
         await create(store, 1)
@@ -372,7 +345,6 @@ async def test_concurrent_restarts_each_bump_the_nonce(database_url: str) -> Non
         assert job.config.restart_nonce == 10
 
 
-@run_async
 async def test_changing_a_missing_job_raises_not_found(database_url: str) -> None:
     async with opened(database_url) as store:
         status = (await create(store, 1)).status
@@ -399,7 +371,6 @@ async def test_changing_a_missing_job_raises_not_found(database_url: str) -> Non
 # job status (the controller)
 
 
-@run_async
 async def test_update_job_status_round_trips_every_field(database_url: str) -> None:
     async with opened(database_url) as store:
         created = await create(store, 1)
@@ -453,7 +424,6 @@ async def test_update_job_status_round_trips_every_field(database_url: str) -> N
 # checkpoints and errors
 
 
-@run_async
 async def test_add_checkpoint_replaces_a_repeated_report(database_url: str) -> None:
     async with opened(database_url) as store:
         await create(store, 1)
@@ -474,7 +444,6 @@ async def test_add_checkpoint_replaces_a_repeated_report(database_url: str) -> N
         assert await store.list_checkpoints(job_id(1)) == [again]
 
 
-@run_async
 async def test_list_checkpoints_newest_first_with_a_limit(database_url: str) -> None:
     async with opened(database_url) as store:
         await create(store, 1)
@@ -494,7 +463,6 @@ async def test_list_checkpoints_newest_first_with_a_limit(database_url: str) -> 
         assert await store.list_checkpoints(job_id(2)) == [reports[4]]
 
 
-@run_async
 async def test_job_errors_newest_first(database_url: str) -> None:
     async with opened(database_url) as store:
         await create(store, 1)
@@ -531,7 +499,6 @@ async def test_job_errors_newest_first(database_url: str) -> None:
 # several stores on one database
 
 
-@run_async
 async def test_two_stores_on_one_database_see_each_others_writes(database_url: str) -> None:
     async with opened(database_url) as api, opened(database_url) as controller:
         await create(api, 1)
@@ -561,7 +528,6 @@ async def test_two_stores_on_one_database_see_each_others_writes(database_url: s
         assert messages == {f"e{i}" for i in range(20)}
 
 
-@run_async
 async def test_a_cancelled_call_leaves_the_store_usable(database_url: str) -> None:
     async with opened(database_url) as store:
         await create(store, 1)
@@ -604,7 +570,6 @@ def profile(n: int, name: str | None = None) -> ConnectionProfile:
     )
 
 
-@run_async
 async def test_connection_profiles_round_trip_and_list_by_name(database_url: str) -> None:
     async with opened(database_url) as store:
         for n, name in ((1, "b"), (2, "a"), (3, "C")):
@@ -619,7 +584,6 @@ async def test_connection_profiles_round_trip_and_list_by_name(database_url: str
         assert await store.get_connection_profile_by_name("a") == profile(2, "a")
 
 
-@run_async
 async def test_connection_profile_lookups_of_missing_ones_return_none(database_url: str) -> None:
     async with opened(database_url) as store:
         assert await store.list_connection_profiles() == []
@@ -627,7 +591,6 @@ async def test_connection_profile_lookups_of_missing_ones_return_none(database_u
         assert await store.get_connection_profile_by_name("nope") is None
 
 
-@run_async
 async def test_a_taken_connection_profile_name_or_id_conflicts(database_url: str) -> None:
     async with opened(database_url) as store:
         await store.create_connection_profile(profile(1))
@@ -638,7 +601,6 @@ async def test_a_taken_connection_profile_name_or_id_conflicts(database_url: str
         assert await store.list_connection_profiles() == [profile(1)]
 
 
-@run_async
 async def test_concurrent_creates_of_one_name_make_one_profile(database_url: str) -> None:
     async with opened(database_url) as store:
         results = await asyncio.gather(
@@ -650,7 +612,6 @@ async def test_concurrent_creates_of_one_name_make_one_profile(database_url: str
         assert len(await store.list_connection_profiles()) == 1
 
 
-@run_async
 async def test_delete_connection_profile(database_url: str) -> None:
     async with opened(database_url) as store:
         await store.create_connection_profile(profile(1))
@@ -667,19 +628,14 @@ async def test_delete_connection_profile(database_url: str) -> None:
 # opening
 
 
-def test_sqlite_file_is_in_wal_mode_with_its_directory_created(tmp_path: Path) -> None:
+async def test_sqlite_file_is_in_wal_mode_with_its_directory_created(tmp_path: Path) -> None:
     path = tmp_path / "a" / "b" / "arroyo.db"
-
-    async def body() -> None:
-        async with opened(f"sqlite:///{path}"):
-            pass
-
-    asyncio.run(body())
+    async with opened(f"sqlite:///{path}"):
+        pass
     with closing(sqlite3.connect(path)) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
-@run_async
 async def test_open_store_refuses_unknown_urls_without_echoing_them() -> None:
     with pytest.raises(DatabaseUrlError, match="mysql://") as raised:
         await open_store("mysql://root:hunter2@db/arroyo")
@@ -689,7 +645,6 @@ async def test_open_store_refuses_unknown_urls_without_echoing_them() -> None:
         await open_store("arroyo.db")
 
 
-@run_async
 async def test_open_store_reports_an_unreachable_postgres() -> None:
     with pytest.raises(StoreError, match="cannot connect") as raised:
         # Port 1 on localhost: nothing listens there, so the connection is refused at once.
@@ -717,7 +672,7 @@ def test_cli_migrate(
     assert arroyo_main(["migrate", "--config", str(config)]) == 0
     assert arroyo_main(["migrate", "--config", str(config)]) == 0
     assert capsys.readouterr().out.splitlines() == [f"schema version {LATEST_VERSION}"] * 2
-    assert asyncio.run(schema_versions(database_url)) == [m.version for m in MIGRATIONS]
+    assert aio.run(schema_versions(database_url)) == [m.version for m in MIGRATIONS]
 
 
 def test_cli_migrate_from_several_processes_at_once(database_url: str, tmp_path: Path) -> None:
@@ -736,7 +691,7 @@ def test_cli_migrate_from_several_processes_at_once(database_url: str, tmp_path:
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
         assert out == f"schema version {LATEST_VERSION}\n"
-    assert asyncio.run(schema_versions(database_url)) == [m.version for m in MIGRATIONS]
+    assert aio.run(schema_versions(database_url)) == [m.version for m in MIGRATIONS]
 
 
 def test_cli_migrate_reports_a_bad_url(

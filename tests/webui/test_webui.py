@@ -10,12 +10,10 @@ conditions (Playwright's auto-waiting assertions), never on time.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import re
 import shutil
-import threading
 from collections.abc import AsyncIterator, Coroutine, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
@@ -37,6 +35,7 @@ from arroyo_rpc.v1 import compiler_pb2_grpc, controller_pb2, controller_pb2_grpc
 from arroyo_services.compiler.servicer import (  # type: ignore[import-not-found, unused-ignore]
     CompilerServicer,
 )
+from tests.aio import LoopThread, loop_thread
 from tests.service import serving
 
 if TYPE_CHECKING:
@@ -112,11 +111,11 @@ class Api:
     url: str
     store: Store
     controller: IdleController
-    loop: asyncio.AbstractEventLoop
+    servers: LoopThread
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         """``coro``'s result, run on the servers' loop (the store's)."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(TIMEOUT_S)
+        return self.servers.run(coro)
 
 
 def chromium_path() -> str:
@@ -137,12 +136,9 @@ def running_api(tmp_path: Path, spark: SparkSession) -> Iterator[Api]:
     from arroyo.compiler import Compiler
 
     compiler = Compiler(spark)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="webui-servers", daemon=True)
-    thread.start()
     stack = AsyncExitStack()
 
-    async def start() -> Api:
+    async def start(servers: LoopThread) -> Api:
         store = await open_store(f"sqlite:///{tmp_path / 'a.db'}")
         stack.push_async_callback(store.close)
         await store.migrate()
@@ -168,17 +164,13 @@ def running_api(tmp_path: Path, spark: SparkSession) -> Iterator[Api]:
         # Port 0: the system picks a free one.
         await web.TCPSite(runner, "127.0.0.1", 0).start()
         host, port = runner.addresses[0][:2]
-        return Api(f"http://{host}:{port}", store, controller, loop)
+        return Api(f"http://{host}:{port}", store, controller, servers)
 
-    try:
-        yield asyncio.run_coroutine_threadsafe(start(), loop).result(TIMEOUT_S)
-    finally:
+    with loop_thread("webui-servers", TIMEOUT_S) as servers:
         try:
-            asyncio.run_coroutine_threadsafe(stack.aclose(), loop).result(TIMEOUT_S)
+            yield servers.run(start(servers))
         finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(TIMEOUT_S)
-            loop.close()
+            servers.run(stack.aclose())
 
 
 @contextmanager
