@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -38,6 +38,14 @@ class LoopThread:
         """``coro``'s result, run on the loop; the calling thread blocks for at most
         ``timeout_s`` seconds."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(self.timeout_s)
+
+    def call(self, function: Callable[[], T]) -> T:
+        """``function()``, called on the loop (for objects that belong to it)."""
+
+        async def on_the_loop() -> T:
+            return function()
+
+        return self.run(on_the_loop())
 
 
 @contextmanager

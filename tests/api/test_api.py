@@ -1,6 +1,7 @@
 """The REST API end to end over real servers: aiohttp's test server in front of ``create_app``,
 a SQLite store in ``tmp_path``, the real compiler (``arroyo.compiler.Compiler`` on the session's
-SparkSession) behind a real gRPC server, and ``ControllerDouble`` behind another.
+SparkSession) behind a real gRPC server, and the controller service over a
+``ScriptedController`` (``tests.services``) behind another.
 
 Tests that compile need a JVM (``spark``); the others run without one, against a compiler
 address nothing listens on (validation and look-ups fail before any compile is attempted).
@@ -11,206 +12,30 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import structlog
 from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
 
-from arroyo.api import ROUTES, create_app, openapi_document
+from arroyo.api import ROUTES, openapi_document
 from arroyo.api.app import WebRootError
+from arroyo.controller.controller import OutputBatch
 from arroyo.errors import ArroyoError, ErrorDomain
-from arroyo.rpc import CompilerClient, ControllerClient
-from arroyo.store import Checkpoint, JobId, JobState, PipelineId, StopMode, Store, open_store
-from arroyo_rpc.v1 import compiler_pb2, compiler_pb2_grpc, controller_pb2, controller_pb2_grpc
-from tests.service import serving, unused_port
+from arroyo.store import Checkpoint, JobId, JobState, PipelineId, StopMode
+from arroyo_rpc.v1 import controller_pb2
+from tests.api import BAD_QUERY, QUERY, error_of, running_api
+from tests.services import compiler_service, serving
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
     from arroyo.compiler import Compiler
-
-QUERY = """CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '10');
-CREATE TABLE out WITH (connector = 'blackhole');
-INSERT INTO out SELECT counter FROM impulse;"""
-# `countr` is at line 3, column 24.
-BAD_QUERY = QUERY.replace("SELECT counter", "SELECT countr")
-
-
-class JobGoneError(ArroyoError):
-    code = "not_found"
-    domain = ErrorDomain.USER
 
 
 class OutputBrokeError(ArroyoError):
     code = "worker_lost"
     domain = ErrorDomain.EXTERNAL
     retryable = True
-
-
-class SparkCompilerServicer(compiler_pb2_grpc.CompilerServiceServicer):
-    """The compiler service's rpc over the real ``arroyo.compiler.Compiler``: planning blocks
-    on Spark, so it runs on a thread, as in the compiler service."""
-
-    def __init__(self, compiler: Compiler) -> None:
-        self.compiler = compiler
-
-    async def Compile(
-        self, request: compiler_pb2.CompileRequest, context: Any
-    ) -> compiler_pb2.CompileResponse:
-        return await asyncio.to_thread(
-            self.compiler.compile,
-            request.query,
-            request.udfs,
-            max(1, request.parallelism),
-            request.connection_profiles,
-        )
-
-
-class ControllerDouble(controller_pb2_grpc.ControllerServiceServicer):
-    """A test double of the controller service, serving only what the api calls, so the api's
-    tests need no scheduler, nodes or workers: it counts ``JobsChanged``, answers
-    ``GetJobStatus`` for any job, lists the nodes the test put in ``nodes``, and serves the
-    metrics and output the test put in ``metrics`` and ``output`` by job id (an exception in an
-    output list is raised when reached; a job in ``endless`` streams rows until cancelled, which
-    sets ``stream_closed``)."""
-
-    def __init__(self) -> None:
-        self.jobs_changed = 0
-        self.nodes: list[controller_pb2.NodeInfo] = []
-        self.metrics: dict[str, list[controller_pb2.MetricsSample]] = {}
-        self.output: dict[str, list[controller_pb2.SubscribeToOutputResponse | Exception]] = {}
-        self.endless: set[str] = set()
-        self.stream_closed = asyncio.Event()
-
-    async def JobsChanged(
-        self, request: controller_pb2.JobsChangedRequest, context: Any
-    ) -> controller_pb2.JobsChangedResponse:
-        self.jobs_changed += 1
-        return controller_pb2.JobsChangedResponse()
-
-    async def GetJobStatus(
-        self, request: controller_pb2.GetJobStatusRequest, context: Any
-    ) -> controller_pb2.GetJobStatusResponse:
-        return controller_pb2.GetJobStatusResponse(job_id=request.job_id, state="Running")
-
-    async def ListNodes(
-        self, request: controller_pb2.ListNodesRequest, context: Any
-    ) -> controller_pb2.ListNodesResponse:
-        return controller_pb2.ListNodesResponse(nodes=self.nodes)
-
-    async def GetJobMetrics(
-        self, request: controller_pb2.GetJobMetricsRequest, context: Any
-    ) -> controller_pb2.GetJobMetricsResponse:
-        if request.job_id not in self.metrics:
-            raise JobGoneError(f"no metrics for {request.job_id}")
-        return controller_pb2.GetJobMetricsResponse(samples=self.metrics[request.job_id])
-
-    async def SubscribeToOutput(
-        self, request: controller_pb2.SubscribeToOutputRequest, context: Any
-    ) -> AsyncIterator[controller_pb2.SubscribeToOutputResponse]:
-        try:
-            if request.job_id in self.endless:
-                batch = 0
-                while True:
-                    yield controller_pb2.SubscribeToOutputResponse(
-                        query="out", rows=[json.dumps({"batch": batch})]
-                    )
-                    batch += 1
-                    await asyncio.sleep(0)
-            for item in self.output.get(request.job_id, []):
-                if isinstance(item, Exception):
-                    raise item
-                yield item
-        finally:
-            self.stream_closed.set()
-
-
-@dataclass
-class Env:
-    client: TestClient[web.Request, web.Application]
-    store: Store
-    # None when the controller is down.
-    controller: ControllerDouble | None
-    # Where the api dials the compiler (nothing listens there when it is down).
-    compiler_address: str
-
-    async def create(self, name: str = "p", query: str = QUERY, **fields: Any) -> dict[str, Any]:
-        response = await self.client.post(
-            "/api/v1/pipelines", json=dict(name=name, query=query, **fields)
-        )
-        body: dict[str, Any] = await response.json()
-        assert response.status == 201, body
-        return body
-
-
-@asynccontextmanager
-async def running_api(
-    tmp_path: Path,
-    compiler: Compiler | None = None,
-    *,
-    controller_up: bool = True,
-    web_root: Path | None = None,
-    extra_routes: Callable[[web.Application], None] | None = None,
-    compiler_wait_s: float = 0.5,
-) -> AsyncIterator[Env]:
-    """The api over a fresh store; ``compiler`` None or ``controller_up`` False leave that
-    service's address unanswered. ``compiler_wait_s``: short, so that a test of a compiler that
-    is down does not wait the minute a deployment waits for one."""
-    async with AsyncExitStack() as stack:
-        store = await open_store(f"sqlite:///{tmp_path / 'arroyo.db'}")
-        stack.push_async_callback(store.close)
-        await store.migrate()
-
-        compiler_address = f"127.0.0.1:{unused_port()}"
-        if compiler is not None:
-            servicer = SparkCompilerServicer(compiler)
-            add = compiler_pb2_grpc.add_CompilerServiceServicer_to_server
-            running = await stack.enter_async_context(serving((add, servicer), name="compiler"))
-            compiler_address = str(running.grpc_address)
-
-        controller_address = f"127.0.0.1:{unused_port()}"
-        double = None
-        if controller_up:
-            double = ControllerDouble()
-            add = controller_pb2_grpc.add_ControllerServiceServicer_to_server
-            running = await stack.enter_async_context(serving((add, double), name="controller"))
-            controller_address = str(running.grpc_address)
-
-        compiler_client = await stack.enter_async_context(CompilerClient(compiler_address))
-        controller_client = await stack.enter_async_context(ControllerClient(controller_address))
-        app = create_app(
-            store,
-            compiler_client,
-            controller_client,
-            web_root=web_root,
-            compiler_wait_s=compiler_wait_s,
-        )
-        if extra_routes is not None:
-            extra_routes(app)
-        client = await stack.enter_async_context(TestClient(TestServer(app)))
-        yield Env(client, store, double, compiler_address)
-
-
-@pytest.fixture(scope="module")
-def compiler(spark: SparkSession) -> Compiler:
-    from arroyo.compiler import Compiler
-
-    return Compiler(spark)
-
-
-async def error_of(response: Any, status: int) -> str:
-    """The message of an error response, after checking its status and shape."""
-    assert response.status == status, await response.text()
-    assert response.content_type == "application/json"
-    body = await response.json()
-    assert isinstance(body["error"], str) and body["error"]
-    return str(body["error"])
 
 
 def events(text: str) -> list[tuple[str, str]]:
@@ -439,7 +264,7 @@ async def test_compiler_down_is_503_and_stores_nothing(tmp_path: Path) -> None:
         response = await env.client.post("/api/v1/pipelines/validate_query", json={"query": QUERY})
         assert "compiler is unavailable" in await error_of(response, 503)
         assert await env.store.list_pipelines(10) == []
-        assert env.controller is not None and env.controller.jobs_changed == 0
+        assert env.controller is not None and env.controller.nudges == 0
 
 
 # readiness
@@ -460,10 +285,14 @@ async def test_status_says_what_is_not_ready_and_why(tmp_path: Path) -> None:
         assert "no node has registered" in services["nodes"]["detail"]
         assert (services["nodes"]["count"], services["nodes"]["free_slots"]) == (0, 0)
 
-        env.controller.nodes = [
-            controller_pb2.NodeInfo(node_id="a", address="x:1", task_slots=4, free_slots=3),
-            controller_pb2.NodeInfo(node_id="b", address="x:2", task_slots=2, free_slots=0),
-        ]
+        for node_id, slots in (("a", 4), ("b", 2)):
+            await env.controller.register_node(
+                controller_pb2.RegisterNodeRequest(
+                    node_id=node_id, address=f"{node_id}:1", task_slots=slots
+                )
+            )
+        env.controller.nodes.assign("a", "worker-1", 1)
+        env.controller.nodes.assign("b", "worker-2", 2)
         status = await (await env.client.get("/api/v1/status")).json()
         nodes = status["services"]["nodes"]
         assert nodes == {
@@ -494,9 +323,9 @@ async def test_a_request_waits_for_a_compiler_that_starts_late(
 ) -> None:
     async with running_api(tmp_path, compiler_wait_s=60) as env:
         assert env.controller is not None
-        env.controller.nodes = [
-            controller_pb2.NodeInfo(node_id="a", address="x:1", task_slots=1, free_slots=1)
-        ]
+        await env.controller.register_node(
+            controller_pb2.RegisterNodeRequest(node_id="a", address="a:1", task_slots=1)
+        )
         status = await (await env.client.get("/api/v1/status")).json()
         assert status["services"]["compiler"]["state"] == "starting"
 
@@ -507,8 +336,7 @@ async def test_a_request_waits_for_a_compiler_that_starts_late(
         done, _ = await asyncio.wait({created}, timeout=1.0)
         assert not done
         port = int(env.compiler_address.rsplit(":", 1)[1])
-        add = compiler_pb2_grpc.add_CompilerServiceServicer_to_server
-        async with serving((add, SparkCompilerServicer(compiler)), name="compiler", port=port):
+        async with serving(compiler_service(compiler), name="compiler", port=port):
             response = await created
             assert response.status == 201, await response.text()
             status = await (await env.client.get("/api/v1/status")).json()
@@ -569,7 +397,7 @@ async def test_create_pipeline_stores_it_and_nudges_the_controller(
         assert (created["action"], created["action_in_progress"]) == ("stop", False)
         assert created["failure_message"] is None
         assert {n["id"] for n in created["graph"]["nodes"]} == {"impulse", "sink:out"}
-        assert env.controller is not None and env.controller.jobs_changed == 1
+        assert env.controller is not None and env.controller.nudges == 1
 
         response = await env.client.get(f"/api/v1/pipelines/{created['id']}")
         assert response.status == 200
@@ -605,7 +433,7 @@ async def test_create_with_bad_sql_is_400_with_diagnostics_and_stores_nothing(
         )
         assert await env.store.list_pipelines(10) == []
         assert await env.store.list_jobs() == []
-        assert env.controller is not None and env.controller.jobs_changed == 0
+        assert env.controller is not None and env.controller.nudges == 0
 
 
 @pytest.mark.spark
@@ -658,19 +486,19 @@ async def test_patch_changes_the_job_config_and_nudges_the_controller(
         assert (patched["stop"], patched["parallelism"]) == ("checkpoint", 3)
         # Still live, and stopping.
         assert (patched["action"], patched["action_in_progress"]) == ("stop", True)
-        assert env.controller.jobs_changed == 2
+        assert env.controller.nudges == 2
 
         response = await env.client.patch(url, json={"checkpoint_interval_micros": 5})
         job = await env.store.get_job(JobId(created["job_id"]))
         assert job is not None
         assert (job.config.stop, job.config.parallelism) == (StopMode.CHECKPOINT, 3)
         assert job.config.checkpoint_interval_micros == 5
-        assert env.controller.jobs_changed == 3
+        assert env.controller.nudges == 3
 
         # Nothing to change: the pipeline as it is, and no nudge.
         response = await env.client.patch(url, json={})
         assert (await response.json())["checkpoint_interval_micros"] == 5
-        assert env.controller.jobs_changed == 3
+        assert env.controller.nudges == 3
 
 
 @pytest.mark.spark
@@ -749,7 +577,7 @@ async def test_restart_requests_a_restart(tmp_path: Path, compiler: Compiler) ->
             False,
             False,
         )
-        assert env.controller is not None and env.controller.jobs_changed == 3
+        assert env.controller is not None and env.controller.nudges == 3
 
 
 # jobs
@@ -841,9 +669,9 @@ async def test_metrics_come_from_the_controller(tmp_path: Path, compiler: Compil
         operator = controller_pb2.OperatorMetrics(
             query="out", rows_in=10, rows_out=9, rows_in_per_second=2.5, batch_duration_micros=7
         )
-        env.controller.metrics[created["job_id"]] = [
-            controller_pb2.MetricsSample(time_micros=1, operators=[operator])
-        ]
+        env.controller.report_metrics(
+            created["job_id"], controller_pb2.MetricsSample(time_micros=1, operators=[operator])
+        )
         [sample] = (await (await env.client.get(url)).json())["samples"]
         assert sample["time_micros"] == 1
         [metrics] = sample["operators"]
@@ -860,13 +688,9 @@ async def test_output_is_relayed_as_server_sent_events(tmp_path: Path, compiler:
         created = await env.create()
         assert env.controller is not None
         env.controller.output[created["job_id"]] = [
-            controller_pb2.SubscribeToOutputResponse(
-                query="out", rows=[json.dumps(r) for r in rows[:2]]
-            ),
+            OutputBatch("out", [json.dumps(r) for r in rows[:2]], done=False),
             # A row whose JSON spans lines still arrives as one event.
-            controller_pb2.SubscribeToOutputResponse(
-                query="out", rows=[json.dumps(rows[2], indent=1)], done=True
-            ),
+            OutputBatch("out", [json.dumps(rows[2], indent=1)], done=True),
         ]
         url = f"/api/v1/pipelines/{created['id']}/jobs/{created['job_id']}/output"
         response = await env.client.get(url)
@@ -885,7 +709,7 @@ async def test_a_broken_output_stream_ends_with_an_error_event(
         created = await env.create()
         assert env.controller is not None
         env.controller.output[created["job_id"]] = [
-            controller_pb2.SubscribeToOutputResponse(query="out", rows=['{"counter": 1}']),
+            OutputBatch("out", ['{"counter": 1}'], done=False),
             OutputBrokeError("the worker went away"),
         ]
         url = f"/api/v1/pipelines/{created['id']}/jobs/{created['job_id']}/output"
@@ -925,9 +749,7 @@ async def test_preview_creates_a_flagged_pipeline(tmp_path: Path, compiler: Comp
         assert listed["id"] == preview["id"] and listed["preview"] is True
 
         assert env.controller is not None
-        env.controller.output[preview["job_id"]] = [
-            controller_pb2.SubscribeToOutputResponse(rows=['{"counter": 0}'], done=True)
-        ]
+        env.controller.output[preview["job_id"]] = [OutputBatch("", ['{"counter": 0}'], done=True)]
         url = f"/api/v1/pipelines/{preview['id']}/jobs/{preview['job_id']}/output"
         received = events(await (await env.client.get(url)).text())
         assert received == [("message", '{"counter": 0}'), ("done", "{}")]

@@ -1,5 +1,5 @@
 """Connection profiles and the connector catalogue over the REST API, on the servers of
-``tests.api.test_api``: a SQLite store, the real compiler behind gRPC for the tests that compile
+``tests.api``: a SQLite store, the real compiler behind gRPC for the tests that compile
 (``spark``), and a real Kafka broker for the one that connects (``kafka``)."""
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ import pytest
 import structlog
 
 from arroyo.store import ConnectionProfileId, PipelineId
-from tests.api.test_api import Env, error_of, running_api
-from tests.service import unused_port
+from tests.api import Env, error_of, running_api
+from tests.services import unused_port
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
     from arroyo.compiler import Compiler
     from arroyo.testing.kafka import KafkaBroker
 
@@ -46,13 +44,6 @@ SOURCE_QUERY = """CREATE TABLE events (id BIGINT, name TEXT) WITH (
 );
 CREATE TABLE out WITH (connector = 'blackhole');
 INSERT INTO out SELECT id, name FROM events;"""
-
-
-@pytest.fixture(scope="module")
-def compiler(spark: SparkSession) -> Compiler:
-    from arroyo.compiler import Compiler
-
-    return Compiler(spark)
 
 
 async def create_profile(

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from arroyo.cli.cluster import watch_readiness
-from tests.service import unused_port
+from tests.services import unused_port
 from tests.waiting import wait_until
 
 STARTING = {

@@ -15,9 +15,7 @@ from arroyo.rpc import ControllerClient, RpcError
 from arroyo.store import JobConfig, JobId, JobState, Pipeline, PipelineId, StopMode, open_store
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import controller_pb2 as pb
-from arroyo_rpc.v1 import controller_pb2_grpc
-from arroyo_services.controller.servicer import ControllerServicer  # type: ignore[import-not-found, unused-ignore]
-from tests.service import serving
+from tests.services import controller_service, serving
 from tests.waiting import eventually
 
 EVENTUALLY_S = 20.0
@@ -40,9 +38,8 @@ async def test_reports_are_routed_by_generation(tmp_path: Path) -> None:
         )
     controller = Controller(config, store)
     await controller.start()
-    add = controller_pb2_grpc.add_ControllerServiceServicer_to_server
     try:
-        async with serving((add, ControllerServicer(controller))) as running:
+        async with serving(controller_service(controller)) as running:
             client = ControllerClient(str(running.grpc_address))
 
             async def scheduling() -> bool:
@@ -85,10 +82,9 @@ async def test_list_nodes_gives_each_nodes_slots_most_free_first(tmp_path: Path)
     store = await open_store(f"sqlite:///{tmp_path / 'a.db'}")
     await store.migrate()
     controller = Controller(Config(data_dir=tmp_path), store)
-    add = controller_pb2_grpc.add_ControllerServiceServicer_to_server
     try:
         async with (
-            serving((add, ControllerServicer(controller))) as running,
+            serving(controller_service(controller)) as running,
             ControllerClient(str(running.grpc_address)) as client,
         ):
             assert not (await client.list_nodes(pb.ListNodesRequest())).nodes

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import grpc
 import pytest
@@ -13,6 +12,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from arroyo.compiler import Compiler
+from arroyo.controller.controller import OutputBatch, UnknownJobError
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.rpc import (
     CompilerClient,
@@ -22,16 +23,26 @@ from arroyo.rpc import (
     channel,
     status_for,
 )
+from arroyo.worker import Phase, WorkerIdentity
 from arroyo_rpc.v1 import (
     common_pb2,
     compiler_pb2,
-    compiler_pb2_grpc,
     controller_pb2,
-    controller_pb2_grpc,
     worker_pb2,
-    worker_pb2_grpc,
 )
-from tests.service import serving, unused_port
+from tests.services import (
+    Hosted,
+    ScriptedController,
+    ScriptedWorkerRuntime,
+    compiler_service,
+    controller_service,
+    serving,
+    unused_port,
+    worker_service,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 class JobNotFoundError(ArroyoError):
@@ -54,76 +65,60 @@ class KafkaDownError(ArroyoError):
     retryable = True
 
 
-class Worker(worker_pb2_grpc.WorkerServiceServicer):
-    """Answers GetWorkerPhase; StartExecution fails as the request's job_id says."""
-
-    def __init__(self) -> None:
-        self.release = asyncio.Event()
-
-    async def GetWorkerPhase(
-        self, request: worker_pb2.GetWorkerPhaseRequest, context: Any
-    ) -> worker_pb2.GetWorkerPhaseResponse:
-        return worker_pb2.GetWorkerPhaseResponse(
-            job=common_pb2.JobRef(job_id="job-1", generation=3),
-            phase=worker_pb2.WORKER_PHASE_RUNNING,
-        )
-
-    async def StartExecution(
-        self, request: worker_pb2.StartExecutionRequest, context: Any
-    ) -> worker_pb2.StartExecutionResponse:
-        match request.job.job_id:
-            case "missing":
-                raise JobNotFoundError("no job missing")
-            case "bad":
-                raise BadQueryError("no such table")
-            case "stale":
-                raise StaleGenerationError("generation 2 is not current")
-            case "flaky":
-                raise KafkaDownError("broker unreachable")
-            case "broken":
-                raise ArroyoError("invariant violated")
-            case "bug":
-                raise RuntimeError("servicer bug")
-            case "relay":
-                # A call to a peer that is down: its RpcError travels on unchanged.
-                async with WorkerClient(f"127.0.0.1:{unused_port()}") as peer:
-                    await peer.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
-        return worker_pb2.StartExecutionResponse()
-
-    async def StopExecution(
-        self, request: worker_pb2.StopExecutionRequest, context: Any
-    ) -> worker_pb2.StopExecutionResponse:
-        await self.release.wait()
-        return worker_pb2.StopExecutionResponse()
+async def fail_as_the_program_says(program_json: str) -> None:
+    """StartExecution of the worker of these tests: its program is the name of a case, which
+    says how it fails (or that it never returns)."""
+    match program_json:
+        case "missing":
+            raise JobNotFoundError("no job missing")
+        case "bad":
+            raise BadQueryError("no such table")
+        case "stale":
+            raise StaleGenerationError("generation 2 is not current")
+        case "flaky":
+            raise KafkaDownError("broker unreachable")
+        case "broken":
+            raise ArroyoError("invariant violated")
+        case "bug":
+            raise RuntimeError("servicer bug")
+        case "relay":
+            # A call to a peer that is down: its RpcError travels on unchanged.
+            async with WorkerClient(f"127.0.0.1:{unused_port()}") as peer:
+                await peer.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
+        case "hang":
+            await asyncio.Event().wait()
 
 
-class Controller(controller_pb2_grpc.ControllerServiceServicer):
-    """SubscribeToOutput: three batches then done, or one then not_found, or endless."""
-
-    def __init__(self) -> None:
-        self.stream_closed = asyncio.Event()
-
-    async def SubscribeToOutput(
-        self, request: controller_pb2.SubscribeToOutputRequest, context: Any
-    ) -> AsyncIterator[controller_pb2.SubscribeToOutputResponse]:
-        try:
-            if request.job_id == "endless":
-                batch = 0
-                while True:
-                    yield controller_pb2.SubscribeToOutputResponse(query="q", rows=[str(batch)])
-                    batch += 1
-                    await asyncio.sleep(0)
-            yield controller_pb2.SubscribeToOutputResponse(query="q", rows=['{"a":1}'])
-            if request.job_id == "vanishing":
-                raise JobNotFoundError("job vanishing was deleted")
-            yield controller_pb2.SubscribeToOutputResponse(query="q", rows=['{"a":2}'])
-            yield controller_pb2.SubscribeToOutputResponse(query="q", done=True)
-        finally:
-            self.stream_closed.set()
+def worker() -> Hosted:
+    """The worker service, reporting job-1 at generation 3 Running; StartExecution fails as its
+    program says."""
+    identity = WorkerIdentity("job-1", 3, "worker-1", "node-1", 1)
+    return worker_service(
+        ScriptedWorkerRuntime(identity, Phase.RUNNING, on_start=fail_as_the_program_says)
+    )
 
 
-def start_request(job_id: str) -> worker_pb2.StartExecutionRequest:
-    return worker_pb2.StartExecutionRequest(job=common_pb2.JobRef(job_id=job_id, generation=1))
+def controller_with_output() -> ScriptedController:
+    """A controller whose output streams are: job-1's three batches then done, vanishing's one
+    then not_found, and endless."""
+    controller = ScriptedController()
+    controller.output["job-1"] = [
+        OutputBatch("q", ['{"a":1}'], done=False),
+        OutputBatch("q", ['{"a":2}'], done=False),
+        OutputBatch("q", [], done=True),
+    ]
+    controller.output["vanishing"] = [
+        OutputBatch("q", ['{"a":1}'], done=False),
+        UnknownJobError("job vanishing was deleted"),
+    ]
+    controller.endless.add("endless")
+    return controller
+
+
+def start_request(case: str) -> worker_pb2.StartExecutionRequest:
+    return worker_pb2.StartExecutionRequest(
+        job=common_pb2.JobRef(job_id=case, generation=1), program_json=case
+    )
 
 
 @pytest.mark.parametrize(
@@ -148,7 +143,7 @@ async def test_servicer_errors_reach_the_caller_as_rpc_errors(
     job_id: str, code: str, domain: ErrorDomain, retryable: bool, status: Any
 ) -> None:
     async with (
-        serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker())) as running,
+        serving(worker()) as running,
         WorkerClient(running.grpc_address) as client,
     ):
         with pytest.raises(RpcError) as caught:
@@ -163,7 +158,7 @@ async def test_servicer_errors_reach_the_caller_as_rpc_errors(
 
 async def test_a_successful_call_returns_the_generated_message() -> None:
     async with (
-        serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker())) as running,
+        serving(worker()) as running,
         WorkerClient(running.grpc_address) as client,
     ):
         response = await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
@@ -182,18 +177,14 @@ async def test_an_unreachable_peer_is_unavailable_and_retryable() -> None:
 
 async def test_connected_says_whether_the_peer_can_be_reached() -> None:
     async with (
-        serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker())) as up,
+        serving(worker()) as up,
         WorkerClient(str(up.grpc_address)) as reachable,
         WorkerClient(f"127.0.0.1:{unused_port()}") as unreachable,
     ):
         assert (await reachable.connected(5), await unreachable.connected(0.2)) == (True, False)
 
 
-class Compiler(compiler_pb2_grpc.CompilerServiceServicer):
-    async def ValidateUdfs(
-        self, request: compiler_pb2.ValidateUdfsRequest, context: Any
-    ) -> compiler_pb2.ValidateUdfsResponse:
-        return compiler_pb2.ValidateUdfsResponse(udfs=[compiler_pb2.Udf(name="f")])
+UDFS = "from arroyo_udf import udf\n\n@udf\ndef f(x: int) -> int:\n    return x\n"
 
 
 async def test_wait_for_ready_waits_for_a_peer_that_comes_up_within_the_deadline() -> None:
@@ -201,26 +192,27 @@ async def test_wait_for_ready_waits_for_a_peer_that_comes_up_within_the_deadline
     async with CompilerClient(f"127.0.0.1:{port}") as client:
         call = asyncio.create_task(
             client.validate_udfs(
-                compiler_pb2.ValidateUdfsRequest(), timeout_s=30, wait_for_ready=True
+                compiler_pb2.ValidateUdfsRequest(udfs=UDFS), timeout_s=30, wait_for_ready=True
             )
         )
         # Without wait_for_ready the call fails at once (the test above); this one waits.
         done, _ = await asyncio.wait({call}, timeout=0.5)
         assert not done
-        servicer = (compiler_pb2_grpc.add_CompilerServiceServicer_to_server, Compiler())
-        async with serving(servicer, port=port):
+        # Validating UDFs needs no Spark.
+        compiler = Compiler(cast("SparkSession", None))
+        async with serving(compiler_service(compiler), port=port):
             response = await call
     assert [udf.name for udf in response.udfs] == ["f"]
 
 
 async def test_a_missed_deadline_is_unavailable_and_retryable() -> None:
     async with (
-        serving((worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker())) as running,
+        serving(worker()) as running,
         WorkerClient(running.grpc_address) as client,
     ):
         with pytest.raises(RpcError) as caught:
-            # StopExecution waits for `release`, which nobody sets.
-            await client.stop_execution(worker_pb2.StopExecutionRequest(), timeout_s=0.2)
+            # The program "hang" never starts.
+            await client.start_execution(start_request("hang"), timeout_s=0.2)
     err = caught.value
     assert (err.code, err.domain, err.retryable) == ("unavailable", ErrorDomain.EXTERNAL, True)
     assert err.status == grpc.StatusCode.DEADLINE_EXCEEDED
@@ -228,9 +220,7 @@ async def test_a_missed_deadline_is_unavailable_and_retryable() -> None:
 
 async def test_a_stream_yields_every_response_in_order() -> None:
     async with (
-        serving(
-            (controller_pb2_grpc.add_ControllerServiceServicer_to_server, Controller())
-        ) as running,
+        serving(controller_service(controller_with_output())) as running,
         ControllerClient(running.grpc_address) as client,
     ):
         request = controller_pb2.SubscribeToOutputRequest(job_id="job-1")
@@ -242,9 +232,7 @@ async def test_a_stream_yields_every_response_in_order() -> None:
 async def test_a_stream_that_fails_raises_after_what_it_sent() -> None:
     received: list[str] = []
     async with (
-        serving(
-            (controller_pb2_grpc.add_ControllerServiceServicer_to_server, Controller())
-        ) as running,
+        serving(controller_service(controller_with_output())) as running,
         ControllerClient(running.grpc_address) as client,
     ):
         request = controller_pb2.SubscribeToOutputRequest(job_id="vanishing")
@@ -261,18 +249,16 @@ async def test_a_stream_that_fails_raises_after_what_it_sent() -> None:
 
 
 async def test_leaving_a_stream_early_cancels_it_on_the_server() -> None:
-    controller = Controller()
+    controller = controller_with_output()
     async with (
-        serving(
-            (controller_pb2_grpc.add_ControllerServiceServicer_to_server, controller)
-        ) as running,
+        serving(controller_service(controller)) as running,
         ControllerClient(running.grpc_address) as client,
     ):
         stream = client.subscribe_to_output(
             controller_pb2.SubscribeToOutputRequest(job_id="endless")
         )
         first = await anext(stream)
-        assert list(first.rows) == ["0"]
+        assert list(first.rows) == ['{"batch": 0}']
         await stream.aclose()
         # The servicer's generator is closed by the cancellation, not by the server's stop.
         await asyncio.wait_for(controller.stream_closed.wait(), timeout=10)
@@ -282,10 +268,7 @@ async def test_client_and_server_spans_share_the_trace() -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    async with serving(
-        (worker_pb2_grpc.add_WorkerServiceServicer_to_server, Worker()),
-        tracer_provider=provider,
-    ) as running:
+    async with serving(worker(), tracer_provider=provider) as running:
         shared = channel(running.grpc_address or "", tracer_provider=provider)
         try:
             client = WorkerClient(shared)

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,39 +22,24 @@ from arroyo.config import Config, load_config
 from arroyo.errors import ArroyoError
 from arroyo.rpc import RpcError, WorkerClient
 from arroyo.service import Listen, RunningService, ServiceError, start
-from arroyo_rpc.v1 import worker_pb2, worker_pb2_grpc
+from arroyo_rpc.v1 import worker_pb2
 from tests import aio
-from tests.service import serving
+from tests.services import Hosted, ScriptedWorkerRuntime, serving, worker_service
 from tests.waiting import eventually, wait_until
 
 # Deadline for anything a test waits on (a process starting, a shutdown): generous, never slept.
 WAIT_S = 30.0
 
 
-class Worker(worker_pb2_grpc.WorkerServiceServicer):
-    """GetWorkerPhase answers at once; StopExecution waits until the test releases it."""
-
-    def __init__(self) -> None:
-        self.entered = asyncio.Event()
-        self.release = asyncio.Event()
-        self.events: list[str] = []
-
-    async def GetWorkerPhase(
-        self, request: worker_pb2.GetWorkerPhaseRequest, context: Any
-    ) -> worker_pb2.GetWorkerPhaseResponse:
-        return worker_pb2.GetWorkerPhaseResponse(phase=worker_pb2.WORKER_PHASE_IDLE)
-
-    async def StopExecution(
-        self, request: worker_pb2.StopExecutionRequest, context: Any
-    ) -> worker_pb2.StopExecutionResponse:
-        self.entered.set()
-        await self.release.wait()
-        self.events.append("in-flight rpc finished")
-        return worker_pb2.StopExecutionResponse()
+def idle_worker() -> Hosted:
+    """The worker service of a worker with no job yet: GetWorkerPhase answers Idle at once."""
+    return worker_service(ScriptedWorkerRuntime())
 
 
-def hosting(worker: Worker) -> tuple[Any, Worker]:
-    return (worker_pb2_grpc.add_WorkerServiceServicer_to_server, worker)
+def registering(hosted: Hosted) -> Callable[[Any], None]:
+    """``start``'s ``register`` hook, adding ``hosted`` to the server."""
+    add, servicer = hosted
+    return lambda server: add(servicer, server)
 
 
 async def get(url: str) -> tuple[int, str, str]:
@@ -62,7 +48,7 @@ async def get(url: str) -> tuple[int, str, str]:
 
 
 async def test_status_answers_with_the_service_and_its_hook() -> None:
-    async with serving(hosting(Worker()), status=lambda: {"jobs_running": 2}) as running:
+    async with serving(idle_worker(), status=lambda: {"jobs_running": 2}) as running:
         code, content_type, text = await get(f"http://127.0.0.1:{running.admin_port}/status")
         assert content_type.startswith("application/json")
     body = json.loads(text)
@@ -93,7 +79,7 @@ async def test_a_failing_status_hook_answers_500() -> None:
 
 async def test_metrics_count_the_rpcs_served() -> None:
     before = _handled("GetWorkerPhase")
-    async with serving(hosting(Worker())) as running:
+    async with serving(idle_worker()) as running:
         async with WorkerClient(running.grpc_address) as client:
             for _ in range(3):
                 await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
@@ -135,9 +121,7 @@ async def test_startup_runs_with_both_servers_answering() -> None:
         "startup-probe",
         Config(),
         listen=Listen(),
-        register=lambda server: worker_pb2_grpc.add_WorkerServiceServicer_to_server(
-            Worker(), server
-        ),
+        register=registering(idle_worker()),
         startup=startup,
     )
     await running.stop(grace_s=0)
@@ -176,32 +160,39 @@ async def test_a_failing_startup_releases_the_ports_and_skips_shutdown() -> None
 
 
 async def test_stop_refuses_new_rpcs_finishes_in_flight_ones_then_runs_shutdown() -> None:
-    worker = Worker()
+    entered, release = asyncio.Event(), asyncio.Event()
+    events: list[str] = []
+
+    async def held(program_json: str) -> None:
+        """StartExecution, kept in flight until the test releases it."""
+        entered.set()
+        await release.wait()
+        events.append("in-flight rpc finished")
 
     async def shutdown() -> None:
-        worker.events.append("shutdown hook")
+        events.append("shutdown hook")
 
     running = await start(
         "graceful",
         Config(),
         listen=Listen(),
-        register=lambda server: worker_pb2_grpc.add_WorkerServiceServicer_to_server(worker, server),
+        register=registering(worker_service(ScriptedWorkerRuntime(on_start=held))),
         shutdown=shutdown,
     )
     async with WorkerClient(running.grpc_address) as client:
         in_flight = asyncio.create_task(
-            client.stop_execution(worker_pb2.StopExecutionRequest(), timeout_s=WAIT_S)
+            client.start_execution(worker_pb2.StartExecutionRequest(), timeout_s=WAIT_S)
         )
-        await asyncio.wait_for(worker.entered.wait(), WAIT_S)
+        await asyncio.wait_for(entered.wait(), WAIT_S)
         stopping = asyncio.create_task(running.stop(grace_s=WAIT_S))
         await _until_refused(client)
         assert not stopping.done()
-        worker.release.set()
+        release.set()
         await in_flight
         await asyncio.wait_for(stopping, WAIT_S)
         # A second stop returns at once.
         await running.stop()
-    assert worker.events == ["in-flight rpc finished", "shutdown hook"]
+    assert events == ["in-flight rpc finished", "shutdown hook"]
 
 
 async def _until_refused(client: WorkerClient) -> None:
