@@ -72,6 +72,8 @@ async def test_reports_are_routed_by_generation(tmp_path: Path) -> None:
             await eventually("Failed", failed, EVENTUALLY_S)
             job = await store.get_job(broken)
             assert job is not None and job.status.restarts == 0
+            assert job.status.failure_domain == "user"
+            # A job's status keeps no code: its failure message is what the user reads.
             assert "does not load" in str(job.status.failure_message)
     finally:
         await controller.close()
