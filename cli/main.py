@@ -20,12 +20,11 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
-from arroyo_cli.services import SERVICES, add_worker_arguments, run_service
-from arroyo_cli.timings import CatalystWork, Timings
-
 from arroyo.errors import ArroyoError, PlanningError
 from arroyo.logging import configure_logging
 from arroyo.program.spec import PipelineProgram
+from arroyo_cli.services import SERVICES, add_worker_arguments, run_service
+from arroyo_cli.timings import CatalystWork, Timings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

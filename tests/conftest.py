@@ -1,7 +1,12 @@
-"""Shared fixtures. One SparkSession per test session (local[2], small shuffles, UI off)."""
+"""Shared fixtures. One SparkSession per test session (local[2], small shuffles, UI off).
+
+An ``async def`` test runs on an event loop of its own (``tests.aio.run``): see
+``pytest_pyfunc_call``.
+"""
 
 from __future__ import annotations
 
+import inspect
 import re
 import uuid
 from collections.abc import Iterator
@@ -9,10 +14,23 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests import aio
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from arroyo.testing.kafka import KafkaBroker
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run an ``async def`` test to completion on a fresh event loop (``tests.aio.run``), with
+    the fixtures it asks for; other tests are left to pytest."""
+    if not inspect.iscoroutinefunction(pyfuncitem.obj):
+        return None
+    arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    aio.run(pyfuncitem.obj(**arguments))
+    return True
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,7 @@
 """The REST API end to end over real servers: aiohttp's test server in front of ``create_app``,
 a SQLite store in ``tmp_path``, the real compiler (``arroyo.compiler.Compiler`` on the session's
-SparkSession) behind a real gRPC server, and ``ControllerDouble`` behind another.
+SparkSession) behind a real gRPC server, and the controller service over a
+``ScriptedController`` (``tests.services``) behind another.
 
 Tests that compile need a JVM (``spark``); the others run without one, against a compiler
 address nothing listens on (validation and look-ups fail before any compile is attempted).
@@ -11,214 +12,30 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import structlog
 from aiohttp import web
-from aiohttp.test_utils import TestClient, TestServer
 
-from arroyo.api import ROUTES, create_app, openapi_document
+from arroyo.api import ROUTES, openapi_document
 from arroyo.api.app import WebRootError
+from arroyo.controller.controller import OutputBatch
 from arroyo.errors import ArroyoError, ErrorDomain
-from arroyo.rpc import CompilerClient, ControllerClient
-from arroyo.store import Checkpoint, JobId, JobState, PipelineId, StopMode, Store, open_store
-from arroyo_rpc.v1 import compiler_pb2, compiler_pb2_grpc, controller_pb2, controller_pb2_grpc
-from tests.service import serving, unused_port
+from arroyo.store import Checkpoint, JobId, JobState, PipelineId, StopMode
+from arroyo_rpc.v1 import controller_pb2
+from tests.api import BAD_QUERY, QUERY, error_of, running_api
+from tests.services import compiler_service, serving
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
     from arroyo.compiler import Compiler
-
-QUERY = """CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '10');
-CREATE TABLE out WITH (connector = 'blackhole');
-INSERT INTO out SELECT counter FROM impulse;"""
-# `countr` is at line 3, column 24.
-BAD_QUERY = QUERY.replace("SELECT counter", "SELECT countr")
-
-
-class JobGoneError(ArroyoError):
-    code = "not_found"
-    domain = ErrorDomain.USER
 
 
 class OutputBrokeError(ArroyoError):
     code = "worker_lost"
     domain = ErrorDomain.EXTERNAL
     retryable = True
-
-
-class SparkCompilerServicer(compiler_pb2_grpc.CompilerServiceServicer):
-    """The compiler service's rpc over the real ``arroyo.compiler.Compiler``: planning blocks
-    on Spark, so it runs on a thread, as in the compiler service."""
-
-    def __init__(self, compiler: Compiler) -> None:
-        self.compiler = compiler
-
-    async def Compile(
-        self, request: compiler_pb2.CompileRequest, context: Any
-    ) -> compiler_pb2.CompileResponse:
-        return await asyncio.to_thread(
-            self.compiler.compile,
-            request.query,
-            request.udfs,
-            max(1, request.parallelism),
-            request.connection_profiles,
-        )
-
-
-class ControllerDouble(controller_pb2_grpc.ControllerServiceServicer):
-    """A test double of the controller service, serving only what the api calls, so the api's
-    tests need no scheduler, nodes or workers: it counts ``JobsChanged``, answers
-    ``GetJobStatus`` for any job, lists the nodes the test put in ``nodes``, and serves the
-    metrics and output the test put in ``metrics`` and ``output`` by job id (an exception in an
-    output list is raised when reached; a job in ``endless`` streams rows until cancelled, which
-    sets ``stream_closed``)."""
-
-    def __init__(self) -> None:
-        self.jobs_changed = 0
-        self.nodes: list[controller_pb2.NodeInfo] = []
-        self.metrics: dict[str, list[controller_pb2.MetricsSample]] = {}
-        self.output: dict[str, list[controller_pb2.SubscribeToOutputResponse | Exception]] = {}
-        self.endless: set[str] = set()
-        self.stream_closed = asyncio.Event()
-
-    async def JobsChanged(
-        self, request: controller_pb2.JobsChangedRequest, context: Any
-    ) -> controller_pb2.JobsChangedResponse:
-        self.jobs_changed += 1
-        return controller_pb2.JobsChangedResponse()
-
-    async def GetJobStatus(
-        self, request: controller_pb2.GetJobStatusRequest, context: Any
-    ) -> controller_pb2.GetJobStatusResponse:
-        return controller_pb2.GetJobStatusResponse(job_id=request.job_id, state="Running")
-
-    async def ListNodes(
-        self, request: controller_pb2.ListNodesRequest, context: Any
-    ) -> controller_pb2.ListNodesResponse:
-        return controller_pb2.ListNodesResponse(nodes=self.nodes)
-
-    async def GetJobMetrics(
-        self, request: controller_pb2.GetJobMetricsRequest, context: Any
-    ) -> controller_pb2.GetJobMetricsResponse:
-        if request.job_id not in self.metrics:
-            raise JobGoneError(f"no metrics for {request.job_id}")
-        return controller_pb2.GetJobMetricsResponse(samples=self.metrics[request.job_id])
-
-    async def SubscribeToOutput(
-        self, request: controller_pb2.SubscribeToOutputRequest, context: Any
-    ) -> AsyncIterator[controller_pb2.SubscribeToOutputResponse]:
-        try:
-            if request.job_id in self.endless:
-                batch = 0
-                while True:
-                    yield controller_pb2.SubscribeToOutputResponse(
-                        query="out", rows=[json.dumps({"batch": batch})]
-                    )
-                    batch += 1
-                    await asyncio.sleep(0)
-            for item in self.output.get(request.job_id, []):
-                if isinstance(item, Exception):
-                    raise item
-                yield item
-        finally:
-            self.stream_closed.set()
-
-
-@dataclass
-class Env:
-    client: TestClient[web.Request, web.Application]
-    store: Store
-    # None when the controller is down.
-    controller: ControllerDouble | None
-    # Where the api dials the compiler (nothing listens there when it is down).
-    compiler_address: str
-
-    async def create(self, name: str = "p", query: str = QUERY, **fields: Any) -> dict[str, Any]:
-        response = await self.client.post(
-            "/api/v1/pipelines", json=dict(name=name, query=query, **fields)
-        )
-        body: dict[str, Any] = await response.json()
-        assert response.status == 201, body
-        return body
-
-
-@asynccontextmanager
-async def running_api(
-    tmp_path: Path,
-    compiler: Compiler | None = None,
-    *,
-    controller_up: bool = True,
-    web_root: Path | None = None,
-    extra_routes: Callable[[web.Application], None] | None = None,
-    compiler_wait_s: float = 0.5,
-) -> AsyncIterator[Env]:
-    """The api over a fresh store; ``compiler`` None or ``controller_up`` False leave that
-    service's address unanswered. ``compiler_wait_s``: short, so that a test of a compiler that
-    is down does not wait the minute a deployment waits for one."""
-    async with AsyncExitStack() as stack:
-        store = await open_store(f"sqlite:///{tmp_path / 'arroyo.db'}")
-        stack.push_async_callback(store.close)
-        await store.migrate()
-
-        compiler_address = f"127.0.0.1:{unused_port()}"
-        if compiler is not None:
-            servicer = SparkCompilerServicer(compiler)
-            add = compiler_pb2_grpc.add_CompilerServiceServicer_to_server
-            running = await stack.enter_async_context(serving((add, servicer), name="compiler"))
-            compiler_address = str(running.grpc_address)
-
-        controller_address = f"127.0.0.1:{unused_port()}"
-        double = None
-        if controller_up:
-            double = ControllerDouble()
-            add = controller_pb2_grpc.add_ControllerServiceServicer_to_server
-            running = await stack.enter_async_context(serving((add, double), name="controller"))
-            controller_address = str(running.grpc_address)
-
-        compiler_client = await stack.enter_async_context(CompilerClient(compiler_address))
-        controller_client = await stack.enter_async_context(ControllerClient(controller_address))
-        app = create_app(
-            store,
-            compiler_client,
-            controller_client,
-            web_root=web_root,
-            compiler_wait_s=compiler_wait_s,
-        )
-        if extra_routes is not None:
-            extra_routes(app)
-        client = await stack.enter_async_context(TestClient(TestServer(app)))
-        yield Env(client, store, double, compiler_address)
-
-
-def run(tmp_path: Path, scenario: Callable[[Env], Awaitable[None]], **options: Any) -> None:
-    async def main() -> None:
-        async with running_api(tmp_path, **options) as env:
-            await scenario(env)
-
-    asyncio.run(main())
-
-
-@pytest.fixture(scope="module")
-def compiler(spark: SparkSession) -> Compiler:
-    from arroyo.compiler import Compiler
-
-    return Compiler(spark)
-
-
-async def error_of(response: Any, status: int) -> str:
-    """The message of an error response, after checking its status and shape."""
-    assert response.status == status, await response.text()
-    assert response.content_type == "application/json"
-    body = await response.json()
-    assert isinstance(body["error"], str) and body["error"]
-    return str(body["error"])
 
 
 def events(text: str) -> list[tuple[str, str]]:
@@ -241,17 +58,17 @@ def events(text: str) -> list[tuple[str, str]]:
 # meta
 
 
-def test_ping(tmp_path: Path) -> None:
-    async def scenario(env: Env) -> None:
+async def test_ping(tmp_path: Path) -> None:
+    async with running_api(tmp_path) as env:
         response = await env.client.get("/api/v1/ping")
         assert response.status == 200
         assert await response.json() == {"pong": True}
 
-    run(tmp_path, scenario)
 
-
-def test_openapi_document_lists_every_route_and_every_reference_resolves(tmp_path: Path) -> None:
-    async def scenario(env: Env) -> None:
+async def test_openapi_document_lists_every_route_and_every_reference_resolves(
+    tmp_path: Path,
+) -> None:
+    async with running_api(tmp_path) as env:
         response = await env.client.get("/api/v1/openapi.json")
         assert response.status == 200
         document = await response.json()
@@ -296,14 +113,12 @@ def test_openapi_document_lists_every_route_and_every_reference_resolves(tmp_pat
         query = document["paths"]["/api/v1/pipelines"]["get"]["parameters"]
         assert {p["name"] for p in query} == {"limit", "starting_after"}
 
-    run(tmp_path, scenario)
 
-
-def test_every_route_answers_on_the_server(tmp_path: Path) -> None:
+async def test_every_route_answers_on_the_server(tmp_path: Path) -> None:
     """No route in the table is missing from the application (a 404/405 from the router would
     be an error body naming the router's reason)."""
 
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path) as env:
         for route in ROUTES:
             path = route.full_path.format(
                 pipeline_id="pl_none", job_id="job_none", profile_id="cp_none"
@@ -313,8 +128,6 @@ def test_every_route_answers_on_the_server(tmp_path: Path) -> None:
                 assert "does not exist" in await error_of(response, 404), route
             else:
                 assert response.status in (200, 400, 503), (route, response.status)
-
-    run(tmp_path, scenario)
 
 
 # bad input
@@ -385,18 +198,16 @@ def test_every_route_answers_on_the_server(tmp_path: Path) -> None:
         ("GET", "/api/v1/pipelines/pl_x/jobs/job_x/errors?limit=-1", b"", "query.limit"),
     ],
 )
-def test_bad_input_is_400_naming_the_field(
+async def test_bad_input_is_400_naming_the_field(
     tmp_path: Path, method: str, path: str, body: bytes, expected: str
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path) as env:
         response = await env.client.request(
             method, path, data=body, headers={"Content-Type": "application/json"}
         )
         assert expected in await error_of(response, 400)
         # Validation comes before anything else: nothing compiled, nothing stored.
         assert await env.store.list_pipelines(10) == []
-
-    run(tmp_path, scenario)
 
 
 @pytest.mark.parametrize(
@@ -413,45 +224,39 @@ def test_bad_input_is_400_naming_the_field(
         ("GET", "/jobs/job_x/output"),
     ],
 )
-def test_unknown_pipeline_is_404_naming_it(tmp_path: Path, method: str, suffix: str) -> None:
-    async def scenario(env: Env) -> None:
+async def test_unknown_pipeline_is_404_naming_it(tmp_path: Path, method: str, suffix: str) -> None:
+    async with running_api(tmp_path) as env:
         response = await env.client.request(method, f"/api/v1/pipelines/pl_nope{suffix}")
         message = await error_of(response, 404)
         assert "pl_nope" in message and "does not exist" in message
 
-    run(tmp_path, scenario)
 
-
-def test_router_errors_are_json(tmp_path: Path) -> None:
-    async def scenario(env: Env) -> None:
+async def test_router_errors_are_json(tmp_path: Path) -> None:
+    async with running_api(tmp_path) as env:
         missing = await env.client.get("/api/v1/nothing")
         assert "/api/v1/nothing" in await error_of(missing, 404)
         wrong_method = await env.client.put("/api/v1/ping")
         assert "allowed: GET" in await error_of(wrong_method, 405)
         assert wrong_method.headers["Allow"] == "GET"
 
-    run(tmp_path, scenario)
 
-
-def test_an_unexpected_exception_is_a_logged_500_that_reveals_nothing(tmp_path: Path) -> None:
+async def test_an_unexpected_exception_is_a_logged_500_that_reveals_nothing(tmp_path: Path) -> None:
     async def boom(request: web.Request) -> web.Response:
         raise RuntimeError("secret internals")
 
-    async def scenario(env: Env) -> None:
+    def add_boom(app: web.Application) -> None:
+        app.router.add_get("/boom", boom)
+
+    async with running_api(tmp_path, extra_routes=add_boom) as env:
         with structlog.testing.capture_logs() as logs:
             response = await env.client.get("/boom")
             message = await error_of(response, 500)
         assert "secret" not in message
         assert [e["event"] for e in logs if e["log_level"] == "error"] == ["api_request_failed"]
 
-    def add_boom(app: web.Application) -> None:
-        app.router.add_get("/boom", boom)
 
-    run(tmp_path, scenario, extra_routes=add_boom)
-
-
-def test_compiler_down_is_503_and_stores_nothing(tmp_path: Path) -> None:
-    async def scenario(env: Env) -> None:
+async def test_compiler_down_is_503_and_stores_nothing(tmp_path: Path) -> None:
+    async with running_api(tmp_path) as env:
         response = await env.client.post("/api/v1/pipelines", json={"name": "p", "query": QUERY})
         message = await error_of(response, 503)
         assert "compiler is unavailable" in message
@@ -459,16 +264,14 @@ def test_compiler_down_is_503_and_stores_nothing(tmp_path: Path) -> None:
         response = await env.client.post("/api/v1/pipelines/validate_query", json={"query": QUERY})
         assert "compiler is unavailable" in await error_of(response, 503)
         assert await env.store.list_pipelines(10) == []
-        assert env.controller is not None and env.controller.jobs_changed == 0
-
-    run(tmp_path, scenario)
+        assert env.controller is not None and env.controller.nudges == 0
 
 
 # readiness
 
 
-def test_status_says_what_is_not_ready_and_why(tmp_path: Path) -> None:
-    async def scenario(env: Env) -> None:
+async def test_status_says_what_is_not_ready_and_why(tmp_path: Path) -> None:
+    async with running_api(tmp_path) as env:
         assert env.controller is not None
         response = await env.client.get("/api/v1/status")
         assert response.status == 200
@@ -482,10 +285,14 @@ def test_status_says_what_is_not_ready_and_why(tmp_path: Path) -> None:
         assert "no node has registered" in services["nodes"]["detail"]
         assert (services["nodes"]["count"], services["nodes"]["free_slots"]) == (0, 0)
 
-        env.controller.nodes = [
-            controller_pb2.NodeInfo(node_id="a", address="x:1", task_slots=4, free_slots=3),
-            controller_pb2.NodeInfo(node_id="b", address="x:2", task_slots=2, free_slots=0),
-        ]
+        for node_id, slots in (("a", 4), ("b", 2)):
+            await env.controller.register_node(
+                controller_pb2.RegisterNodeRequest(
+                    node_id=node_id, address=f"{node_id}:1", task_slots=slots
+                )
+            )
+        env.controller.nodes.assign("a", "worker-1", 1)
+        env.controller.nodes.assign("b", "worker-2", 2)
         status = await (await env.client.get("/api/v1/status")).json()
         nodes = status["services"]["nodes"]
         assert nodes == {
@@ -498,11 +305,9 @@ def test_status_says_what_is_not_ready_and_why(tmp_path: Path) -> None:
         # The compiler is still down.
         assert status["ready"] is False
 
-    run(tmp_path, scenario)
 
-
-def test_status_is_200_with_the_controller_down(tmp_path: Path) -> None:
-    async def scenario(env: Env) -> None:
+async def test_status_is_200_with_the_controller_down(tmp_path: Path) -> None:
+    async with running_api(tmp_path, controller_up=False) as env:
         response = await env.client.get("/api/v1/status")
         assert response.status == 200
         status = await response.json()
@@ -511,18 +316,16 @@ def test_status_is_200_with_the_controller_down(tmp_path: Path) -> None:
         assert status["services"]["nodes"]["state"] == "unknown"
         assert "controller" in status["services"]["nodes"]["detail"]
 
-    run(tmp_path, scenario, controller_up=False)
-
 
 @pytest.mark.spark
-def test_a_request_waits_for_a_compiler_that_starts_late(
+async def test_a_request_waits_for_a_compiler_that_starts_late(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler_wait_s=60) as env:
         assert env.controller is not None
-        env.controller.nodes = [
-            controller_pb2.NodeInfo(node_id="a", address="x:1", task_slots=1, free_slots=1)
-        ]
+        await env.controller.register_node(
+            controller_pb2.RegisterNodeRequest(node_id="a", address="a:1", task_slots=1)
+        )
         status = await (await env.client.get("/api/v1/status")).json()
         assert status["services"]["compiler"]["state"] == "starting"
 
@@ -533,8 +336,7 @@ def test_a_request_waits_for_a_compiler_that_starts_late(
         done, _ = await asyncio.wait({created}, timeout=1.0)
         assert not done
         port = int(env.compiler_address.rsplit(":", 1)[1])
-        add = compiler_pb2_grpc.add_CompilerServiceServicer_to_server
-        async with serving((add, SparkCompilerServicer(compiler)), name="compiler", port=port):
+        async with serving(compiler_service(compiler), name="compiler", port=port):
             response = await created
             assert response.status == 201, await response.text()
             status = await (await env.client.get("/api/v1/status")).json()
@@ -543,15 +345,15 @@ def test_a_request_waits_for_a_compiler_that_starts_late(
         status = await (await env.client.get("/api/v1/status")).json()
         assert status["services"]["compiler"]["state"] == "unavailable", status
 
-    run(tmp_path, scenario, compiler_wait_s=60)
-
 
 # compiling
 
 
 @pytest.mark.spark
-def test_validate_query_returns_the_graph_and_tables(tmp_path: Path, compiler: Compiler) -> None:
-    async def scenario(env: Env) -> None:
+async def test_validate_query_returns_the_graph_and_tables(
+    tmp_path: Path, compiler: Compiler
+) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         response = await env.client.post("/api/v1/pipelines/validate_query", json={"query": QUERY})
         assert response.status == 200
         body = await response.json()
@@ -566,14 +368,12 @@ def test_validate_query_returns_the_graph_and_tables(tmp_path: Path, compiler: C
         assert "counter" in {c["name"] for c in tables["impulse"]["columns"]}
         assert await env.store.list_pipelines(10) == []
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_validate_query_with_errors_is_200_with_positions(
+async def test_validate_query_with_errors_is_200_with_positions(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         response = await env.client.post(
             "/api/v1/pipelines/validate_query", json={"query": BAD_QUERY}
         )
@@ -583,14 +383,12 @@ def test_validate_query_with_errors_is_200_with_positions(
         assert (error["code"], error["line"], error["column"]) == ("unknown_column", 3, 24)
         assert body["graph"] == {"nodes": [], "edges": []}
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_create_pipeline_stores_it_and_nudges_the_controller(
+async def test_create_pipeline_stores_it_and_nudges_the_controller(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create("counting", parallelism=2, checkpoint_interval_micros=1_000_000)
         assert created["id"].startswith("pl_") and created["job_id"].startswith("job_")
         assert created["name"] == "counting" and created["query"] == QUERY
@@ -599,7 +397,7 @@ def test_create_pipeline_stores_it_and_nudges_the_controller(
         assert (created["action"], created["action_in_progress"]) == ("stop", False)
         assert created["failure_message"] is None
         assert {n["id"] for n in created["graph"]["nodes"]} == {"impulse", "sink:out"}
-        assert env.controller is not None and env.controller.jobs_changed == 1
+        assert env.controller is not None and env.controller.nudges == 1
 
         response = await env.client.get(f"/api/v1/pipelines/{created['id']}")
         assert response.status == 200
@@ -610,14 +408,12 @@ def test_create_pipeline_stores_it_and_nudges_the_controller(
         job = await env.store.get_job(JobId(created["job_id"]))
         assert job is not None and job.config.parallelism == 2
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_create_with_bad_sql_is_400_with_diagnostics_and_stores_nothing(
+async def test_create_with_bad_sql_is_400_with_diagnostics_and_stores_nothing(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         response = await env.client.post(
             "/api/v1/pipelines", json={"name": "p", "query": BAD_QUERY}
         )
@@ -637,16 +433,14 @@ def test_create_with_bad_sql_is_400_with_diagnostics_and_stores_nothing(
         )
         assert await env.store.list_pipelines(10) == []
         assert await env.store.list_jobs() == []
-        assert env.controller is not None and env.controller.jobs_changed == 0
-
-    run(tmp_path, scenario, compiler=compiler)
+        assert env.controller is not None and env.controller.nudges == 0
 
 
 @pytest.mark.spark
-def test_pipelines_are_listed_newest_first_a_page_at_a_time(
+async def test_pipelines_are_listed_newest_first_a_page_at_a_time(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         ids = [(await env.create(f"p{i}"))["id"] for i in range(5)]
         newest_first = ids[::-1]
 
@@ -673,17 +467,15 @@ def test_pipelines_are_listed_newest_first_a_page_at_a_time(
         response = await env.client.get("/api/v1/pipelines", params={"starting_after": "pl_no"})
         assert "query.starting_after" in await error_of(response, 400)
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 # changing and deleting
 
 
 @pytest.mark.spark
-def test_patch_changes_the_job_config_and_nudges_the_controller(
+async def test_patch_changes_the_job_config_and_nudges_the_controller(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create()
         url = f"/api/v1/pipelines/{created['id']}"
         assert env.controller is not None
@@ -694,28 +486,26 @@ def test_patch_changes_the_job_config_and_nudges_the_controller(
         assert (patched["stop"], patched["parallelism"]) == ("checkpoint", 3)
         # Still live, and stopping.
         assert (patched["action"], patched["action_in_progress"]) == ("stop", True)
-        assert env.controller.jobs_changed == 2
+        assert env.controller.nudges == 2
 
         response = await env.client.patch(url, json={"checkpoint_interval_micros": 5})
         job = await env.store.get_job(JobId(created["job_id"]))
         assert job is not None
         assert (job.config.stop, job.config.parallelism) == (StopMode.CHECKPOINT, 3)
         assert job.config.checkpoint_interval_micros == 5
-        assert env.controller.jobs_changed == 3
+        assert env.controller.nudges == 3
 
         # Nothing to change: the pipeline as it is, and no nudge.
         response = await env.client.patch(url, json={})
         assert (await response.json())["checkpoint_interval_micros"] == 5
-        assert env.controller.jobs_changed == 3
-
-    run(tmp_path, scenario, compiler=compiler)
+        assert env.controller.nudges == 3
 
 
 @pytest.mark.spark
-def test_deleting_a_live_pipeline_is_409_and_a_stopped_one_goes(
+async def test_deleting_a_live_pipeline_is_409_and_a_stopped_one_goes(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create()
         url = f"/api/v1/pipelines/{created['id']}"
         job_id = JobId(created["job_id"])
@@ -747,12 +537,10 @@ def test_deleting_a_live_pipeline_is_409_and_a_stopped_one_goes(
         assert await error_of(await env.client.get(url), 404)
         assert await env.store.get_job(job_id) is None
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_restart_requests_a_restart(tmp_path: Path, compiler: Compiler) -> None:
-    async def scenario(env: Env) -> None:
+async def test_restart_requests_a_restart(tmp_path: Path, compiler: Compiler) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create()
         url = f"/api/v1/pipelines/{created['id']}/restart"
         job_id = JobId(created["job_id"])
@@ -789,17 +577,17 @@ def test_restart_requests_a_restart(tmp_path: Path, compiler: Compiler) -> None:
             False,
             False,
         )
-        assert env.controller is not None and env.controller.jobs_changed == 3
-
-    run(tmp_path, scenario, compiler=compiler)
+        assert env.controller is not None and env.controller.nudges == 3
 
 
 # jobs
 
 
 @pytest.mark.spark
-def test_jobs_are_listed_per_pipeline_and_all_together(tmp_path: Path, compiler: Compiler) -> None:
-    async def scenario(env: Env) -> None:
+async def test_jobs_are_listed_per_pipeline_and_all_together(
+    tmp_path: Path, compiler: Compiler
+) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         first, second = await env.create("a"), await env.create("b")
         response = await env.client.get(f"/api/v1/pipelines/{first['id']}/jobs")
         [job] = (await response.json())["data"]
@@ -822,12 +610,12 @@ def test_jobs_are_listed_per_pipeline_and_all_together(tmp_path: Path, compiler:
         everything = (await (await env.client.get("/api/v1/jobs")).json())["data"]
         assert [j["id"] for j in everything] == [second["job_id"], first["job_id"]]
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_checkpoints_and_errors_come_from_the_store(tmp_path: Path, compiler: Compiler) -> None:
-    async def scenario(env: Env) -> None:
+async def test_checkpoints_and_errors_come_from_the_store(
+    tmp_path: Path, compiler: Compiler
+) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created, other = await env.create("a"), await env.create("b")
         job_id = JobId(created["job_id"])
         for epoch in range(3):
@@ -865,12 +653,10 @@ def test_checkpoints_and_errors_come_from_the_store(tmp_path: Path, compiler: Co
         wrong = f"/api/v1/pipelines/{other['id']}/jobs/{job_id}/checkpoints"
         assert job_id in await error_of(await env.client.get(wrong), 404)
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_metrics_come_from_the_controller(tmp_path: Path, compiler: Compiler) -> None:
-    async def scenario(env: Env) -> None:
+async def test_metrics_come_from_the_controller(tmp_path: Path, compiler: Compiler) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create()
         assert env.controller is not None
         url = f"/api/v1/pipelines/{created['id']}/jobs/{created['job_id']}/metrics"
@@ -883,9 +669,9 @@ def test_metrics_come_from_the_controller(tmp_path: Path, compiler: Compiler) ->
         operator = controller_pb2.OperatorMetrics(
             query="out", rows_in=10, rows_out=9, rows_in_per_second=2.5, batch_duration_micros=7
         )
-        env.controller.metrics[created["job_id"]] = [
-            controller_pb2.MetricsSample(time_micros=1, operators=[operator])
-        ]
+        env.controller.report_metrics(
+            created["job_id"], controller_pb2.MetricsSample(time_micros=1, operators=[operator])
+        )
         [sample] = (await (await env.client.get(url)).json())["samples"]
         assert sample["time_micros"] == 1
         [metrics] = sample["operators"]
@@ -893,24 +679,18 @@ def test_metrics_come_from_the_controller(tmp_path: Path, compiler: Compiler) ->
         assert metrics["rows_in_per_second"] == 2.5
         assert metrics["watermark_micros"] is None
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_output_is_relayed_as_server_sent_events(tmp_path: Path, compiler: Compiler) -> None:
+async def test_output_is_relayed_as_server_sent_events(tmp_path: Path, compiler: Compiler) -> None:
     rows = [{"counter": 1}, {"counter": 2}, {"text": "two\nlines"}]
 
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create()
         assert env.controller is not None
         env.controller.output[created["job_id"]] = [
-            controller_pb2.SubscribeToOutputResponse(
-                query="out", rows=[json.dumps(r) for r in rows[:2]]
-            ),
+            OutputBatch("out", [json.dumps(r) for r in rows[:2]], done=False),
             # A row whose JSON spans lines still arrives as one event.
-            controller_pb2.SubscribeToOutputResponse(
-                query="out", rows=[json.dumps(rows[2], indent=1)], done=True
-            ),
+            OutputBatch("out", [json.dumps(rows[2], indent=1)], done=True),
         ]
         url = f"/api/v1/pipelines/{created['id']}/jobs/{created['job_id']}/output"
         response = await env.client.get(url)
@@ -920,18 +700,16 @@ def test_output_is_relayed_as_server_sent_events(tmp_path: Path, compiler: Compi
         assert [json.loads(data) for name, data in received if name == "message"] == rows
         assert received[-1] == ("done", "{}")
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_a_broken_output_stream_ends_with_an_error_event(
+async def test_a_broken_output_stream_ends_with_an_error_event(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create()
         assert env.controller is not None
         env.controller.output[created["job_id"]] = [
-            controller_pb2.SubscribeToOutputResponse(query="out", rows=['{"counter": 1}']),
+            OutputBatch("out", ['{"counter": 1}'], done=False),
             OutputBrokeError("the worker went away"),
         ]
         url = f"/api/v1/pipelines/{created['id']}/jobs/{created['job_id']}/output"
@@ -940,14 +718,12 @@ def test_a_broken_output_stream_ends_with_an_error_event(
         name, data = received[-1]
         assert name == "error" and "the worker went away" in json.loads(data)["error"]
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_leaving_the_output_stream_cancels_the_controllers(
+async def test_leaving_the_output_stream_cancels_the_controllers(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         created = await env.create()
         assert env.controller is not None
         env.controller.endless.add(created["job_id"])
@@ -957,15 +733,13 @@ def test_leaving_the_output_stream_cancels_the_controllers(
         response.close()
         await asyncio.wait_for(env.controller.stream_closed.wait(), timeout=30)
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_preview_creates_a_flagged_pipeline(tmp_path: Path, compiler: Compiler) -> None:
+async def test_preview_creates_a_flagged_pipeline(tmp_path: Path, compiler: Compiler) -> None:
     query = "CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '10');\n"
     query += "SELECT counter FROM impulse"
 
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         response = await env.client.post("/api/v1/pipelines/preview", json={"query": query})
         assert response.status == 201
         preview = await response.json()
@@ -975,24 +749,20 @@ def test_preview_creates_a_flagged_pipeline(tmp_path: Path, compiler: Compiler) 
         assert listed["id"] == preview["id"] and listed["preview"] is True
 
         assert env.controller is not None
-        env.controller.output[preview["job_id"]] = [
-            controller_pb2.SubscribeToOutputResponse(rows=['{"counter": 0}'], done=True)
-        ]
+        env.controller.output[preview["job_id"]] = [OutputBatch("", ['{"counter": 0}'], done=True)]
         url = f"/api/v1/pipelines/{preview['id']}/jobs/{preview['job_id']}/output"
         received = events(await (await env.client.get(url)).text())
         assert received == [("message", '{"counter": 0}'), ("done", "{}")]
-
-    run(tmp_path, scenario, compiler=compiler)
 
 
 # the controller down
 
 
 @pytest.mark.spark
-def test_a_controller_that_is_down_fails_only_what_needs_it(
+async def test_a_controller_that_is_down_fails_only_what_needs_it(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler, controller_up=False) as env:
         # The nudge is best effort: the change is stored and the controller polls for it.
         created = await env.create()
         assert await env.store.get_pipeline(PipelineId(created["id"])) is not None
@@ -1008,20 +778,18 @@ def test_a_controller_that_is_down_fails_only_what_needs_it(
         # What the store answers still works.
         assert (await env.client.get(f"{job}/checkpoints")).status == 200
 
-    run(tmp_path, scenario, compiler=compiler, controller_up=False)
-
 
 # the web UI
 
 
-def test_web_root_serves_the_ui_beside_the_api(tmp_path: Path) -> None:
+async def test_web_root_serves_the_ui_beside_the_api(tmp_path: Path) -> None:
     root = tmp_path / "webui"
     (root / "assets").mkdir(parents=True)
     (root / "index.html").write_text("<html>arroyo</html>")
     (root / "assets" / "app.js").write_text("console.log('arroyo')")
     (tmp_path / "secret.txt").write_text("not for you")
 
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, web_root=root) as env:
         for path in ("/", "/pipelines/pl_1"):
             response = await env.client.get(path)
             assert (response.status, await response.text()) == (200, "<html>arroyo</html>")
@@ -1032,12 +800,7 @@ def test_web_root_serves_the_ui_beside_the_api(tmp_path: Path) -> None:
         await error_of(await env.client.get("/api/v1/nothing"), 404)
         assert (await env.client.get("/api/v1/ping")).status == 200
 
-    run(tmp_path, scenario, web_root=root)
-
-    async def without_index() -> None:
-        async with running_api(tmp_path / "other", web_root=tmp_path / "assets-only"):
-            pass
-
     (tmp_path / "other").mkdir()
     with pytest.raises(WebRootError):
-        asyncio.run(without_index())
+        async with running_api(tmp_path / "other", web_root=tmp_path / "assets-only"):
+            pass

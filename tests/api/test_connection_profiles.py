@@ -1,5 +1,5 @@
 """Connection profiles and the connector catalogue over the REST API, on the servers of
-``tests.api.test_api``: a SQLite store, the real compiler behind gRPC for the tests that compile
+``tests.api``: a SQLite store, the real compiler behind gRPC for the tests that compile
 (``spark``), and a real Kafka broker for the one that connects (``kafka``)."""
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ import pytest
 import structlog
 
 from arroyo.store import ConnectionProfileId, PipelineId
-from tests.api.test_api import Env, error_of, run
-from tests.service import unused_port
+from tests.api import Env, error_of, running_api
+from tests.services import unused_port
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
-
     from arroyo.compiler import Compiler
     from arroyo.testing.kafka import KafkaBroker
 
@@ -48,13 +46,6 @@ CREATE TABLE out WITH (connector = 'blackhole');
 INSERT INTO out SELECT id, name FROM events;"""
 
 
-@pytest.fixture(scope="module")
-def compiler(spark: SparkSession) -> Compiler:
-    from arroyo.compiler import Compiler
-
-    return Compiler(spark)
-
-
 async def create_profile(
     env: Env, name: str = "cluster", config: dict[str, str] | None = None
 ) -> dict[str, Any]:
@@ -68,10 +59,10 @@ async def create_profile(
 # the catalogue
 
 
-def test_connectors_lists_every_connector_with_its_schemas(tmp_path: Path) -> None:
+async def test_connectors_lists_every_connector_with_its_schemas(tmp_path: Path) -> None:
     from arroyo.connectors import CONNECTORS
 
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path) as env:
         response = await env.client.get("/api/v1/connectors")
         assert response.status == 200
         connectors = {c["name"]: c for c in (await response.json())["data"]}
@@ -96,14 +87,12 @@ def test_connectors_lists_every_connector_with_its_schemas(tmp_path: Path) -> No
         assert impulse["connection_schema"] is None
         assert "event_rate" in impulse["options_schema"]["properties"]
 
-    run(tmp_path, scenario)
-
 
 # create, list, get, delete
 
 
-def test_a_profile_is_created_listed_fetched_and_deleted(tmp_path: Path) -> None:
-    async def scenario(env: Env) -> None:
+async def test_a_profile_is_created_listed_fetched_and_deleted(tmp_path: Path) -> None:
+    async with running_api(tmp_path) as env:
         b = await create_profile(env, "b-cluster", {"bootstrap_servers": "b:9092"})
         a = await create_profile(env, "a-cluster", {"bootstrap_servers": "a:9092"})
         assert a["id"].startswith("cp_") and a["id"] != b["id"]
@@ -127,11 +116,9 @@ def test_a_profile_is_created_listed_fetched_and_deleted(tmp_path: Path) -> None
         assert a["id"] in message
         assert [p.name for p in await env.store.list_connection_profiles()] == ["b-cluster"]
 
-    run(tmp_path, scenario)
 
-
-def test_a_taken_name_is_409_and_keeps_the_first(tmp_path: Path) -> None:
-    async def scenario(env: Env) -> None:
+async def test_a_taken_name_is_409_and_keeps_the_first(tmp_path: Path) -> None:
+    async with running_api(tmp_path) as env:
         first = await create_profile(env, "cluster", {"bootstrap_servers": "first:9092"})
         response = await env.client.post(
             PROFILES,
@@ -143,11 +130,9 @@ def test_a_taken_name_is_409_and_keeps_the_first(tmp_path: Path) -> None:
         response = await env.client.get(PROFILES)
         assert (await response.json())["data"] == [first]
 
-    run(tmp_path, scenario)
 
-
-def test_secrets_are_stored_but_never_returned_nor_logged(tmp_path: Path) -> None:
-    async def scenario(env: Env) -> None:
+async def test_secrets_are_stored_but_never_returned_nor_logged(tmp_path: Path) -> None:
+    async with running_api(tmp_path) as env:
         with structlog.testing.capture_logs() as logs:
             created_response = await env.client.post(
                 PROFILES, json={"name": "secure", "connector": "kafka", "config": SASL}
@@ -182,8 +167,6 @@ def test_secrets_are_stored_but_never_returned_nor_logged(tmp_path: Path) -> Non
         stored = await env.store.get_connection_profile(ConnectionProfileId(created["id"]))
         assert stored is not None and stored.config == SASL
 
-    run(tmp_path, scenario)
-
 
 # validation
 
@@ -213,10 +196,10 @@ SASL_WITHOUT_PASSWORD = {k: v for k, v in SASL.items() if k != "auth.password"}
         ("impulse", {}, "body.connector: connector 'impulse' takes no connection profiles"),
     ],
 )
-def test_bad_settings_are_400_naming_the_option_and_store_nothing(
+async def test_bad_settings_are_400_naming_the_option_and_store_nothing(
     tmp_path: Path, path: str, connector: str, config: dict[str, Any], expected: str
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path) as env:
         body = {"connector": connector, "config": config}
         if path == PROFILES:
             body["name"] = "p"
@@ -225,8 +208,6 @@ def test_bad_settings_are_400_naming_the_option_and_store_nothing(
         assert expected in message
         assert all(secret not in message for secret in SECRETS)
         assert await env.store.list_connection_profiles() == []
-
-    run(tmp_path, scenario)
 
 
 @pytest.mark.parametrize(
@@ -238,22 +219,20 @@ def test_bad_settings_are_400_naming_the_option_and_store_nothing(
         ({"name": "p", "connector": "kafka", "config": {}, "x": 1}, "body.x: unknown field"),
     ],
 )
-def test_a_bad_profile_body_is_400_naming_the_field(
+async def test_a_bad_profile_body_is_400_naming_the_field(
     tmp_path: Path, body: dict[str, Any], expected: str
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path) as env:
         assert expected in await error_of(await env.client.post(PROFILES, json=body), 400)
-
-    run(tmp_path, scenario)
 
 
 # testing a connection
 
 
-def test_an_unreachable_cluster_is_ok_false_with_the_reason(tmp_path: Path) -> None:
+async def test_an_unreachable_cluster_is_ok_false_with_the_reason(tmp_path: Path) -> None:
     address = f"127.0.0.1:{unused_port()}"
 
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path) as env:
         response = await env.client.post(
             f"{PROFILES}/test",
             json={"connector": "kafka", "config": {"bootstrap_servers": address}},
@@ -264,14 +243,12 @@ def test_an_unreachable_cluster_is_ok_false_with_the_reason(tmp_path: Path) -> N
         assert f"Kafka at {address}" in body["message"]
         assert await env.store.list_connection_profiles() == []
 
-    run(tmp_path, scenario)
-
 
 @pytest.mark.kafka
-def test_a_reachable_cluster_is_ok_with_its_topics(
+async def test_a_reachable_cluster_is_ok_with_its_topics(
     tmp_path: Path, kafka_broker: KafkaBroker, kafka_topic: str
 ) -> None:
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path) as env:
         response = await env.client.post(
             f"{PROFILES}/test",
             json={
@@ -285,11 +262,9 @@ def test_a_reachable_cluster_is_ok_with_its_topics(
         assert "connected to 1 broker(s)" in body["message"]
         assert kafka_topic in body["message"]
 
-    run(tmp_path, scenario)
-
 
 @pytest.mark.kafka
-def test_sasl_credentials_are_tried_and_a_wrong_password_is_ok_false(
+async def test_sasl_credentials_are_tried_and_a_wrong_password_is_ok_false(
     tmp_path: Path, kafka_broker: KafkaBroker, kafka_topic: str
 ) -> None:
     username, password = next(iter(kafka_broker.users.items()))
@@ -301,7 +276,7 @@ def test_sasl_credentials_are_tried_and_a_wrong_password_is_ok_false(
         "auth.username": username,
     }
 
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path) as env:
         response = await env.client.post(
             f"{PROFILES}/test",
             json={"connector": "kafka", "config": {**sasl, "auth.password": password}},
@@ -320,19 +295,17 @@ def test_sasl_credentials_are_tried_and_a_wrong_password_is_ok_false(
         assert kafka_broker.sasl_bootstrap_servers in body["message"]
         assert PASSWORD not in body["message"]
 
-    run(tmp_path, scenario)
-
 
 # compiling with profiles
 
 
 @pytest.mark.spark
-def test_a_query_naming_a_profile_compiles_with_its_settings(
+async def test_a_query_naming_a_profile_compiles_with_its_settings(
     tmp_path: Path, compiler: Compiler
 ) -> None:
     query = SOURCE_QUERY.format(profile="cluster")
 
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         await create_profile(env, "cluster", SASL)
 
         response = await env.client.post("/api/v1/pipelines/validate_query", json={"query": query})
@@ -355,24 +328,23 @@ def test_a_query_naming_a_profile_compiles_with_its_settings(
         assert source["options"]["auth_password"] == PASSWORD
         assert source["options"]["topic"] == "events"
 
-    run(tmp_path, scenario, compiler=compiler)
-
 
 @pytest.mark.spark
-def test_a_query_naming_a_missing_profile_is_refused_with_the_diagnostic(
+async def test_a_query_naming_a_missing_profile_is_refused_with_the_diagnostic(
     tmp_path: Path, compiler: Compiler
 ) -> None:
     query = SOURCE_QUERY.format(profile="nowhere")
 
-    async def scenario(env: Env) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
         profile = await create_profile(env, "cluster")
 
         response = await env.client.post("/api/v1/pipelines", json={"name": "p", "query": query})
         message = await error_of(response, 400)
-        assert "no connection profile named 'nowhere' (known: cluster)" in message
         # First; the table that could not be made is then unknown to the INSERT.
         diagnostic = (await response.json())["diagnostics"][0]
         assert diagnostic["code"] == "unknown_connection_profile"
+        # Which profiles there are is the help the message gives: the behaviour under test.
+        assert "no connection profile named 'nowhere' (known: cluster)" in message
         assert (diagnostic["line"], diagnostic["column"]) == (3, 5)
         assert await env.store.list_pipelines(10) == []
 
@@ -386,5 +358,3 @@ def test_a_query_naming_a_missing_profile_is_refused_with_the_diagnostic(
         error = (await response.json())["errors"][0]
         assert error["code"] == "unknown_connection_profile"
         assert "(known: none)" in error["message"]
-
-    run(tmp_path, scenario, compiler=compiler)

@@ -11,9 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
-from arroyo_cli.cluster import watch_readiness
 
-from tests.service import unused_port
+from arroyo_cli.cluster import watch_readiness
+from tests.services import unused_port
 from tests.waiting import wait_until
 
 STARTING = {

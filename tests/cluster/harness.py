@@ -8,7 +8,6 @@ user would.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
@@ -25,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tests import aio
 from tests.waiting import wait_until
 
 T = TypeVar("T")
@@ -68,7 +68,7 @@ def fresh_postgres_database(server_url: str) -> str:
         finally:
             await conn.close()
 
-    asyncio.run(create())
+    aio.run(create())
     return server_url.rsplit("/", 1)[0] + f"/{name}"
 
 

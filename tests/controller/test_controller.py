@@ -4,7 +4,6 @@ refused with FAILED_PRECONDITION (``stale_generation``)."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -16,96 +15,88 @@ from arroyo.rpc import ControllerClient, RpcError
 from arroyo.store import JobConfig, JobId, JobState, Pipeline, PipelineId, StopMode, open_store
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import controller_pb2 as pb
-from arroyo_rpc.v1 import controller_pb2_grpc
-from arroyo_services.controller.servicer import ControllerServicer  # type: ignore[import-not-found, unused-ignore]
-from tests.service import serving
+from tests.services import controller_service, serving
 from tests.waiting import eventually
 
 EVENTUALLY_S = 20.0
 
 
-def test_reports_are_routed_by_generation(tmp_path: Path) -> None:
-    async def scenario() -> None:
-        store = await open_store(f"sqlite:///{tmp_path / 'a.db'}")
-        await store.migrate()
-        config = Config(
-            data_dir=tmp_path,
-            controller=ControllerConfig(poll_interval_s=0.05, heartbeat_timeout_s=30),
+async def test_reports_are_routed_by_generation(tmp_path: Path) -> None:
+    store = await open_store(f"sqlite:///{tmp_path / 'a.db'}")
+    await store.migrate()
+    config = Config(
+        data_dir=tmp_path,
+        controller=ControllerConfig(poll_interval_s=0.05, heartbeat_timeout_s=30),
+    )
+    job_id, broken = JobId("job_1"), JobId("job_2")
+    empty = PipelineProgram(sources=[], views=[], queries=[]).to_json()
+    for pid, jid, program in (("pl_1", job_id, empty), ("pl_2", broken, "{}")):
+        await store.create_pipeline(
+            Pipeline(PipelineId(pid), pid, "SELECT 1", "", program, "{}", 0),
+            jid,
+            JobConfig(StopMode.NONE, 1, 0, 0, False, False),
         )
-        job_id, broken = JobId("job_1"), JobId("job_2")
-        empty = PipelineProgram(sources=[], views=[], queries=[]).to_json()
-        for pid, jid, program in (("pl_1", job_id, empty), ("pl_2", broken, "{}")):
-            await store.create_pipeline(
-                Pipeline(PipelineId(pid), pid, "SELECT 1", "", program, "{}", 0),
-                jid,
-                JobConfig(StopMode.NONE, 1, 0, 0, False, False),
-            )
-        controller = Controller(config, store)
-        await controller.start()
-        add = controller_pb2_grpc.add_ControllerServiceServicer_to_server
-        try:
-            async with serving((add, ControllerServicer(controller))) as running:
-                client = ControllerClient(str(running.grpc_address))
+    controller = Controller(config, store)
+    await controller.start()
+    try:
+        async with serving(controller_service(controller)) as running:
+            client = ControllerClient(str(running.grpc_address))
 
-                async def scheduling() -> bool:
-                    job = await store.get_job(job_id)
-                    return job is not None and job.status.state is JobState.SCHEDULING
+            async def scheduling() -> bool:
+                job = await store.get_job(job_id)
+                return job is not None and job.status.state is JobState.SCHEDULING
 
-                # No node has registered: the job waits in Scheduling, at generation 1.
-                await eventually("Scheduling", scheduling, EVENTUALLY_S)
-                current = common.JobRef(job_id=job_id, generation=1, worker_id="w")
-                await client.heartbeat(pb.HeartbeatRequest(job=current, address="127.0.0.1:1"))
+            # No node has registered: the job waits in Scheduling, at generation 1.
+            await eventually("Scheduling", scheduling, EVENTUALLY_S)
+            current = common.JobRef(job_id=job_id, generation=1, worker_id="w")
+            await client.heartbeat(pb.HeartbeatRequest(job=current, address="127.0.0.1:1"))
 
-                stale = common.JobRef(job_id=job_id, generation=0, worker_id="old")
-                with pytest.raises(RpcError) as refused:
-                    await client.task_started(pb.TaskStartedRequest(job=stale))
-                assert refused.value.code == "stale_generation"
-                assert not refused.value.retryable
+            stale = common.JobRef(job_id=job_id, generation=0, worker_id="old")
+            with pytest.raises(RpcError) as refused:
+                await client.task_started(pb.TaskStartedRequest(job=stale))
+            assert refused.value.code == "stale_generation"
+            assert not refused.value.retryable
 
-                with pytest.raises(RpcError) as unknown:
-                    await client.heartbeat(
-                        pb.HeartbeatRequest(job=common.JobRef(job_id="nope", generation=1))
-                    )
-                assert unknown.value.code == "not_found"
-                await client.close()
+            with pytest.raises(RpcError) as unknown:
+                await client.heartbeat(
+                    pb.HeartbeatRequest(job=common.JobRef(job_id="nope", generation=1))
+                )
+            assert unknown.value.code == "not_found"
+            await client.close()
 
-                # A program that does not load is the user's to fix: Failed at once, with why.
-                async def failed() -> bool:
-                    job = await store.get_job(broken)
-                    return job is not None and job.status.state is JobState.FAILED
-
-                await eventually("Failed", failed, EVENTUALLY_S)
+            # A program that does not load is the user's to fix: Failed at once, with why.
+            async def failed() -> bool:
                 job = await store.get_job(broken)
-                assert job is not None and job.status.restarts == 0
-                assert "does not load" in str(job.status.failure_message)
-        finally:
-            await controller.close()
-            await store.close()
+                return job is not None and job.status.state is JobState.FAILED
 
-    asyncio.run(scenario())
+            await eventually("Failed", failed, EVENTUALLY_S)
+            job = await store.get_job(broken)
+            assert job is not None and job.status.restarts == 0
+            assert job.status.failure_domain == "user"
+            # A job's status keeps no code: its failure message is what the user reads.
+            assert "does not load" in str(job.status.failure_message)
+    finally:
+        await controller.close()
+        await store.close()
 
 
-def test_list_nodes_gives_each_nodes_slots_most_free_first(tmp_path: Path) -> None:
-    async def scenario() -> list[tuple[str, int, int]]:
-        store = await open_store(f"sqlite:///{tmp_path / 'a.db'}")
-        await store.migrate()
-        controller = Controller(Config(data_dir=tmp_path), store)
-        add = controller_pb2_grpc.add_ControllerServiceServicer_to_server
-        try:
-            async with (
-                serving((add, ControllerServicer(controller))) as running,
-                ControllerClient(str(running.grpc_address)) as client,
-            ):
-                assert not (await client.list_nodes(pb.ListNodesRequest())).nodes
-                for node_id, slots in (("a", 2), ("b", 4)):
-                    await client.register_node(
-                        pb.RegisterNodeRequest(node_id=node_id, address="x:1", task_slots=slots)
-                    )
-                controller.nodes.assign("b", "worker-1", 3)
-                listed = (await client.list_nodes(pb.ListNodesRequest())).nodes
-                return [(n.node_id, n.task_slots, n.free_slots) for n in listed]
-        finally:
-            await controller.close()
-            await store.close()
-
-    assert asyncio.run(scenario()) == [("a", 2, 2), ("b", 4, 1)]
+async def test_list_nodes_gives_each_nodes_slots_most_free_first(tmp_path: Path) -> None:
+    store = await open_store(f"sqlite:///{tmp_path / 'a.db'}")
+    await store.migrate()
+    controller = Controller(Config(data_dir=tmp_path), store)
+    try:
+        async with (
+            serving(controller_service(controller)) as running,
+            ControllerClient(str(running.grpc_address)) as client,
+        ):
+            assert not (await client.list_nodes(pb.ListNodesRequest())).nodes
+            for node_id, slots in (("a", 2), ("b", 4)):
+                await client.register_node(
+                    pb.RegisterNodeRequest(node_id=node_id, address="x:1", task_slots=slots)
+                )
+            controller.nodes.assign("b", "worker-1", 3)
+            listed = (await client.list_nodes(pb.ListNodesRequest())).nodes
+    finally:
+        await controller.close()
+        await store.close()
+    assert [(n.node_id, n.task_slots, n.free_slots) for n in listed] == [("a", 2, 2), ("b", 4, 1)]

@@ -139,6 +139,7 @@ def test_a_window_is_refused_rather_than_turned_into_updates(
     with pytest.raises(JobFailedError) as caught:
         runner.start()
     assert caught.value.code == "real_time_unsupported"
+    # Naming the sink whose query cannot run so is the behaviour under test.
     assert "'out'" in caught.value.message
     assert not spark.streams.active
 

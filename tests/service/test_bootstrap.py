@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,38 +22,24 @@ from arroyo.config import Config, load_config
 from arroyo.errors import ArroyoError
 from arroyo.rpc import RpcError, WorkerClient
 from arroyo.service import Listen, RunningService, ServiceError, start
-from arroyo_rpc.v1 import worker_pb2, worker_pb2_grpc
-from tests.service import serving
+from arroyo_rpc.v1 import worker_pb2
+from tests import aio
+from tests.services import Hosted, ScriptedWorkerRuntime, serving, worker_service
 from tests.waiting import eventually, wait_until
 
 # Deadline for anything a test waits on (a process starting, a shutdown): generous, never slept.
 WAIT_S = 30.0
 
 
-class Worker(worker_pb2_grpc.WorkerServiceServicer):
-    """GetWorkerPhase answers at once; StopExecution waits until the test releases it."""
-
-    def __init__(self) -> None:
-        self.entered = asyncio.Event()
-        self.release = asyncio.Event()
-        self.events: list[str] = []
-
-    async def GetWorkerPhase(
-        self, request: worker_pb2.GetWorkerPhaseRequest, context: Any
-    ) -> worker_pb2.GetWorkerPhaseResponse:
-        return worker_pb2.GetWorkerPhaseResponse(phase=worker_pb2.WORKER_PHASE_IDLE)
-
-    async def StopExecution(
-        self, request: worker_pb2.StopExecutionRequest, context: Any
-    ) -> worker_pb2.StopExecutionResponse:
-        self.entered.set()
-        await self.release.wait()
-        self.events.append("in-flight rpc finished")
-        return worker_pb2.StopExecutionResponse()
+def idle_worker() -> Hosted:
+    """The worker service of a worker with no job yet: GetWorkerPhase answers Idle at once."""
+    return worker_service(ScriptedWorkerRuntime())
 
 
-def hosting(worker: Worker) -> tuple[Any, Worker]:
-    return (worker_pb2_grpc.add_WorkerServiceServicer_to_server, worker)
+def registering(hosted: Hosted) -> Callable[[Any], None]:
+    """``start``'s ``register`` hook, adding ``hosted`` to the server."""
+    add, servicer = hosted
+    return lambda server: add(servicer, server)
 
 
 async def get(url: str) -> tuple[int, str, str]:
@@ -60,14 +47,11 @@ async def get(url: str) -> tuple[int, str, str]:
         return response.status, response.headers["Content-Type"], await response.text()
 
 
-def test_status_answers_with_the_service_and_its_hook() -> None:
-    async def scenario() -> tuple[RunningService, int, dict[str, Any]]:
-        async with serving(hosting(Worker()), status=lambda: {"jobs_running": 2}) as running:
-            code, content_type, text = await get(f"http://127.0.0.1:{running.admin_port}/status")
-            assert content_type.startswith("application/json")
-            return running, code, json.loads(text)
-
-    running, code, body = asyncio.run(scenario())
+async def test_status_answers_with_the_service_and_its_hook() -> None:
+    async with serving(idle_worker(), status=lambda: {"jobs_running": 2}) as running:
+        code, content_type, text = await get(f"http://127.0.0.1:{running.admin_port}/status")
+        assert content_type.startswith("application/json")
+    body = json.loads(text)
     assert code == 200
     assert body == {
         "service": "test-service",
@@ -81,33 +65,26 @@ def test_status_answers_with_the_service_and_its_hook() -> None:
     assert body["uptime_s"] >= 0
 
 
-def test_a_failing_status_hook_answers_500() -> None:
+async def test_a_failing_status_hook_answers_500() -> None:
     def broken() -> dict[str, object]:
         raise RuntimeError("database gone")
 
-    async def scenario() -> tuple[int, dict[str, Any]]:
-        async with serving(status=broken) as running:
-            code, _, text = await get(f"http://127.0.0.1:{running.admin_port}/status")
-            return code, json.loads(text)
-
-    code, body = asyncio.run(scenario())
+    async with serving(status=broken) as running:
+        code, _, text = await get(f"http://127.0.0.1:{running.admin_port}/status")
+    body = json.loads(text)
     assert code == 500
     assert body["error"] == "RuntimeError: database gone"
     assert body["service"] == "test-service"
 
 
-def test_metrics_count_the_rpcs_served() -> None:
-    async def scenario() -> tuple[str, str]:
-        async with serving(hosting(Worker())) as running:
-            async with WorkerClient(running.grpc_address) as client:
-                for _ in range(3):
-                    await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
-            code, content_type, text = await get(f"http://127.0.0.1:{running.admin_port}/metrics")
-            assert code == 200
-            return content_type, text
-
+async def test_metrics_count_the_rpcs_served() -> None:
     before = _handled("GetWorkerPhase")
-    content_type, text = asyncio.run(scenario())
+    async with serving(idle_worker()) as running:
+        async with WorkerClient(running.grpc_address) as client:
+            for _ in range(3):
+                await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
+        code, content_type, text = await get(f"http://127.0.0.1:{running.admin_port}/metrics")
+        assert code == 200
     assert content_type.startswith("text/plain")
     # The default registry is per process: count what this test added.
     assert _handled("GetWorkerPhase", text) == before + 3
@@ -130,7 +107,7 @@ def _handled(method: str, text: str | None = None) -> float:
     return 0.0
 
 
-def test_startup_runs_with_both_servers_answering() -> None:
+async def test_startup_runs_with_both_servers_answering() -> None:
     seen: dict[str, object] = {}
 
     async def startup(running: RunningService) -> None:
@@ -140,20 +117,14 @@ def test_startup_runs_with_both_servers_answering() -> None:
         status, _, _ = await get(f"http://127.0.0.1:{running.admin_port}/status")
         seen.update(phase=phase.phase, status=status, grpc_port=running.grpc_port)
 
-    async def scenario() -> RunningService:
-        running = await start(
-            "startup-probe",
-            Config(),
-            listen=Listen(),
-            register=lambda server: worker_pb2_grpc.add_WorkerServiceServicer_to_server(
-                Worker(), server
-            ),
-            startup=startup,
-        )
-        await running.stop(grace_s=0)
-        return running
-
-    running = asyncio.run(scenario())
+    running = await start(
+        "startup-probe",
+        Config(),
+        listen=Listen(),
+        register=registering(idle_worker()),
+        startup=startup,
+    )
+    await running.stop(grace_s=0)
     assert seen == {
         "phase": worker_pb2.WORKER_PHASE_IDLE,
         "status": 200,
@@ -162,7 +133,7 @@ def test_startup_runs_with_both_servers_answering() -> None:
     assert running.grpc_port not in (None, 0)
 
 
-def test_a_failing_startup_releases_the_ports_and_skips_shutdown() -> None:
+async def test_a_failing_startup_releases_the_ports_and_skips_shutdown() -> None:
     class NoDatabaseError(ArroyoError):
         code = "no_database"
 
@@ -176,53 +147,52 @@ def test_a_failing_startup_releases_the_ports_and_skips_shutdown() -> None:
     async def shutdown() -> None:
         shut_down.append("ran")
 
-    async def scenario() -> None:
-        with pytest.raises(NoDatabaseError):
-            await start("doomed", Config(), listen=Listen(), startup=startup, shutdown=shutdown)
-        # Both ports are free again: a new service binds them.
-        again = await start(
-            "successor",
-            Config(),
-            listen=Listen(grpc_port=bound["grpc"], admin_port=bound["admin"] or 0),
-        )
-        await again.stop(grace_s=0)
-
-    asyncio.run(scenario())
+    with pytest.raises(NoDatabaseError):
+        await start("doomed", Config(), listen=Listen(), startup=startup, shutdown=shutdown)
+    # Both ports are free again: a new service binds them.
+    again = await start(
+        "successor",
+        Config(),
+        listen=Listen(grpc_port=bound["grpc"], admin_port=bound["admin"] or 0),
+    )
+    await again.stop(grace_s=0)
     assert shut_down == []
 
 
-def test_stop_refuses_new_rpcs_finishes_in_flight_ones_then_runs_shutdown() -> None:
-    worker = Worker()
+async def test_stop_refuses_new_rpcs_finishes_in_flight_ones_then_runs_shutdown() -> None:
+    entered, release = asyncio.Event(), asyncio.Event()
+    events: list[str] = []
+
+    async def held(program_json: str) -> None:
+        """StartExecution, kept in flight until the test releases it."""
+        entered.set()
+        await release.wait()
+        events.append("in-flight rpc finished")
 
     async def shutdown() -> None:
-        worker.events.append("shutdown hook")
+        events.append("shutdown hook")
 
-    async def scenario() -> None:
-        running = await start(
-            "graceful",
-            Config(),
-            listen=Listen(),
-            register=lambda server: worker_pb2_grpc.add_WorkerServiceServicer_to_server(
-                worker, server
-            ),
-            shutdown=shutdown,
+    running = await start(
+        "graceful",
+        Config(),
+        listen=Listen(),
+        register=registering(worker_service(ScriptedWorkerRuntime(on_start=held))),
+        shutdown=shutdown,
+    )
+    async with WorkerClient(running.grpc_address) as client:
+        in_flight = asyncio.create_task(
+            client.start_execution(worker_pb2.StartExecutionRequest(), timeout_s=WAIT_S)
         )
-        async with WorkerClient(running.grpc_address) as client:
-            in_flight = asyncio.create_task(
-                client.stop_execution(worker_pb2.StopExecutionRequest(), timeout_s=WAIT_S)
-            )
-            await asyncio.wait_for(worker.entered.wait(), WAIT_S)
-            stopping = asyncio.create_task(running.stop(grace_s=WAIT_S))
-            await _until_refused(client)
-            assert not stopping.done()
-            worker.release.set()
-            await in_flight
-            await asyncio.wait_for(stopping, WAIT_S)
-            # A second stop returns at once.
-            await running.stop()
-
-    asyncio.run(scenario())
-    assert worker.events == ["in-flight rpc finished", "shutdown hook"]
+        await asyncio.wait_for(entered.wait(), WAIT_S)
+        stopping = asyncio.create_task(running.stop(grace_s=WAIT_S))
+        await _until_refused(client)
+        assert not stopping.done()
+        release.set()
+        await in_flight
+        await asyncio.wait_for(stopping, WAIT_S)
+        # A second stop returns at once.
+        await running.stop()
+    assert events == ["in-flight rpc finished", "shutdown hook"]
 
 
 async def _until_refused(client: WorkerClient) -> None:
@@ -240,42 +210,32 @@ async def _until_refused(client: WorkerClient) -> None:
     await eventually("the stopping server to refuse new RPCs", refused, WAIT_S, interval=0.01)
 
 
-def test_a_failing_shutdown_hook_still_stops_the_admin_server_then_raises() -> None:
+async def test_a_failing_shutdown_hook_still_stops_the_admin_server_then_raises() -> None:
     class FlushError(ArroyoError):
         code = "flush_failed"
 
     async def shutdown() -> None:
         raise FlushError("could not flush")
 
-    async def scenario() -> int:
-        running = await start("leaky", Config(), listen=Listen(grpc_port=None), shutdown=shutdown)
-        with pytest.raises(FlushError):
-            await running.stop(grace_s=0)
-        return running.admin_port
-
-    admin_port = asyncio.run(scenario())
+    running = await start("leaky", Config(), listen=Listen(grpc_port=None), shutdown=shutdown)
+    with pytest.raises(FlushError):
+        await running.stop(grace_s=0)
     with pytest.raises(OSError):
-        urllib.request.urlopen(f"http://127.0.0.1:{admin_port}/status", timeout=5)
+        urllib.request.urlopen(f"http://127.0.0.1:{running.admin_port}/status", timeout=5)
 
 
-def test_a_taken_port_is_refused() -> None:
-    async def scenario() -> tuple[ServiceError, ServiceError]:
-        async with serving() as first:
-            with pytest.raises(ServiceError) as grpc_taken:
-                await start("second", Config(), listen=Listen(grpc_port=first.grpc_port))
-            with pytest.raises(ServiceError) as admin_taken:
-                await start("second", Config(), listen=Listen(admin_port=first.admin_port))
-        return grpc_taken.value, admin_taken.value
-
-    grpc_taken, admin_taken = asyncio.run(scenario())
-    assert grpc_taken.code == admin_taken.code == "service_start_failed"
+async def test_a_taken_port_is_refused() -> None:
+    async with serving() as first:
+        with pytest.raises(ServiceError) as grpc_taken:
+            await start("second", Config(), listen=Listen(grpc_port=first.grpc_port))
+        with pytest.raises(ServiceError) as admin_taken:
+            await start("second", Config(), listen=Listen(admin_port=first.admin_port))
+    assert grpc_taken.value.code == admin_taken.value.code == "service_start_failed"
 
 
-def test_servicers_need_a_grpc_port() -> None:
+async def test_servicers_need_a_grpc_port() -> None:
     with pytest.raises(ValueError, match="no gRPC port"):
-        asyncio.run(
-            start("confused", Config(), listen=Listen(grpc_port=None), register=lambda _: None)
-        )
+        await start("confused", Config(), listen=Listen(grpc_port=None), register=lambda _: None)
 
 
 def test_listen_of_a_config_section() -> None:
@@ -349,7 +309,7 @@ def test_a_service_process_exits_0_after_a_signal(tmp_path: Path, sig: signal.Si
         ) as response:
             assert json.load(response)["pid"] == process.pid
         # The gRPC server is up and hosts nothing: an unknown method, translated.
-        err = asyncio.run(_call_unimplemented(f"127.0.0.1:{ports['grpc_port']}"))
+        err = aio.run(_call_unimplemented(f"127.0.0.1:{ports['grpc_port']}"))
         assert (err.code, err.status) == ("unimplemented", grpc.StatusCode.UNIMPLEMENTED)
         process.send_signal(sig)
         _, stderr = process.communicate(timeout=WAIT_S)

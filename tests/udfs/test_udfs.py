@@ -140,6 +140,8 @@ def test_a_raising_udf_fails_the_job_naming_it_and_the_input(
     library = load(udfs.read_text(), str(udfs))
     with pytest.raises(JobFailedError) as caught:
         run(spark, tmp_path, library, "SELECT inverse(id) AS r FROM events")
+    assert caught.value.code == "job_failed"
+    # Naming the UDF, the input and the error is the behaviour under test.
     assert "UDF 'inverse' failed on input (0)" in caught.value.message
     assert "ZeroDivisionError" in caught.value.message
 
@@ -155,6 +157,8 @@ def test_a_udf_returning_the_wrong_type_fails_naming_it_and_the_input(
     library = load(udfs.read_text(), str(udfs))
     with pytest.raises(JobFailedError) as caught:
         run(spark, tmp_path, library, "SELECT half(id) AS h FROM events WHERE id = 3")
+    assert caught.value.code == "job_failed"
+    # Naming the UDF, the input and the wrong value is the behaviour under test.
     assert "UDF 'half' failed on input (3)" in caught.value.message
     assert "returned 1.5, not BIGINT" in caught.value.message
 
@@ -174,9 +178,11 @@ def test_bad_udf_files_are_diagnostics(source: str, message: str) -> None:
     text = "from arroyo_udf import udaf, udf\n\n" + source
     with pytest.raises(PlanningError) as caught:
         load(text, "u.py")
-    rendered = caught.value.diagnostics[0].message
-    assert rendered.startswith("u.py:")
-    assert message in rendered
+    [diagnostic] = caught.value.diagnostics
+    assert diagnostic.code == "bad_udf"
+    # One code for every problem of a UDF file: which problem, and where, the message says.
+    assert diagnostic.message.startswith("u.py:")
+    assert message in diagnostic.message
 
 
 @pytest.mark.spark

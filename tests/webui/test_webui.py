@@ -2,21 +2,20 @@
 installs it) driven by Playwright, over the real api serving ``arroyo.api.webui.web_root()``.
 
 Behind the api: a SQLite store in ``tmp_path``, the compiler service's servicer over the real
-``arroyo.compiler.Compiler`` (the session's SparkSession) on a gRPC server, and a controller
-double that runs nothing, so jobs stay ``Created``. The servers run on an event loop in a
-background thread; the test thread drives the browser with Playwright's sync API, and waits on
-conditions (Playwright's auto-waiting assertions), never on time.
+``arroyo.compiler.Compiler`` (the session's SparkSession) on a gRPC server, and the controller
+service's over a ``ScriptedController`` (``tests.services``) that runs nothing, so jobs stay
+``Created``. The servers run on an event loop in a background thread; the test thread drives
+the browser with Playwright's sync API, and waits on conditions (Playwright's auto-waiting
+assertions), never on time.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import re
 import shutil
-import threading
-from collections.abc import AsyncIterator, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,16 +27,12 @@ from playwright.sync_api import ConsoleMessage, Error, Page, expect, sync_playwr
 
 from arroyo.api import create_app
 from arroyo.api.webui import web_root
+from arroyo.controller.controller import OutputBatch
 from arroyo.rpc import CompilerClient, ControllerClient
 from arroyo.store import Checkpoint, JobId, JobState, Store, open_store
-from arroyo_rpc.v1 import compiler_pb2_grpc, controller_pb2, controller_pb2_grpc
-
-# services/ installs as arroyo_services through the editable install's finder, which mypy does
-# not follow.
-from arroyo_services.compiler.servicer import (  # type: ignore[import-not-found, unused-ignore]
-    CompilerServicer,
-)
-from tests.service import serving
+from arroyo_rpc.v1 import controller_pb2
+from tests.aio import LoopThread, loop_thread
+from tests.services import ScriptedController, compiler_service, controller_service, serving
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -54,69 +49,39 @@ TIMEOUT_S = 60
 T = TypeVar("T")
 
 
-class IdleController(controller_pb2_grpc.ControllerServiceServicer):  # type: ignore[misc]
-    """The controller service as the api uses it, scheduling nothing: it takes the api's nudges,
-    reports every job Created, lists the nodes the test put in ``nodes`` (none at first), serves
-    one metrics sample for any job, and any job's output as OUTPUT_ROWS and then its end."""
-
-    def __init__(self) -> None:
-        self.jobs_changed = 0
-        self.nodes: list[controller_pb2.NodeInfo] = []
-
-    async def JobsChanged(
-        self, request: controller_pb2.JobsChangedRequest, context: Any
-    ) -> controller_pb2.JobsChangedResponse:
-        self.jobs_changed += 1
-        return controller_pb2.JobsChangedResponse()
-
-    async def GetJobStatus(
-        self, request: controller_pb2.GetJobStatusRequest, context: Any
-    ) -> controller_pb2.GetJobStatusResponse:
-        return controller_pb2.GetJobStatusResponse(job_id=request.job_id, state="Created")
-
-    async def ListNodes(
-        self, request: controller_pb2.ListNodesRequest, context: Any
-    ) -> controller_pb2.ListNodesResponse:
-        return controller_pb2.ListNodesResponse(nodes=self.nodes)
-
-    async def GetJobMetrics(
-        self, request: controller_pb2.GetJobMetricsRequest, context: Any
-    ) -> controller_pb2.GetJobMetricsResponse:
-        operator = controller_pb2.OperatorMetrics(
-            query="out",
-            rows_in=1000,
-            rows_out=1000,
-            rows_in_per_second=12.5,
-            rows_processed_per_second=12.5,
-            batch_duration_micros=250_000,
-            state_rows=7,
-            state_bytes=3 * 1024 * 1024,
-        )
-        # RocksDB state is not counted in rows (-1): shown as a dash, not as -1 or 0.
-        uncounted = controller_pb2.OperatorMetrics()
-        uncounted.CopyFrom(operator)
-        uncounted.query, uncounted.state_rows = "windows", -1
-        sample = controller_pb2.MetricsSample(time_micros=1, operators=[operator, uncounted])
-        return controller_pb2.GetJobMetricsResponse(samples=[sample])
-
-    async def SubscribeToOutput(
-        self, request: controller_pb2.SubscribeToOutputRequest, context: Any
-    ) -> AsyncIterator[controller_pb2.SubscribeToOutputResponse]:
-        rows = [json.dumps(row) for row in OUTPUT_ROWS]
-        yield controller_pb2.SubscribeToOutputResponse(query="out", rows=rows)
-        yield controller_pb2.SubscribeToOutputResponse(query="out", done=True)
+def metrics_sample() -> controller_pb2.MetricsSample:
+    """One metrics sample of a running job, as its worker would report it."""
+    operator = controller_pb2.OperatorMetrics(
+        query="out",
+        rows_in=1000,
+        rows_out=1000,
+        rows_in_per_second=12.5,
+        rows_processed_per_second=12.5,
+        batch_duration_micros=250_000,
+        state_rows=7,
+        state_bytes=3 * 1024 * 1024,
+    )
+    # RocksDB state is not counted in rows (-1): shown as a dash, not as -1 or 0.
+    uncounted = controller_pb2.OperatorMetrics()
+    uncounted.CopyFrom(operator)
+    uncounted.query, uncounted.state_rows = "windows", -1
+    return controller_pb2.MetricsSample(time_micros=1, operators=[operator, uncounted])
 
 
 @dataclass(frozen=True)
 class Api:
     url: str
     store: Store
-    controller: IdleController
-    loop: asyncio.AbstractEventLoop
+    controller: ScriptedController
+    servers: LoopThread
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        """``coro``'s result, run on the servers' loop (the store's)."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(TIMEOUT_S)
+        """``coro``'s result, run on the servers' loop (the store's and the controller's)."""
+        return self.servers.run(coro)
+
+    def call(self, function: Callable[[], T]) -> T:
+        """``function()``, called on the servers' loop."""
+        return self.servers.call(function)
 
 
 def chromium_path() -> str:
@@ -137,29 +102,29 @@ def running_api(tmp_path: Path, spark: SparkSession) -> Iterator[Api]:
     from arroyo.compiler import Compiler
 
     compiler = Compiler(spark)
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, name="webui-servers", daemon=True)
-    thread.start()
     stack = AsyncExitStack()
 
-    async def start() -> Api:
+    async def start(servers: LoopThread) -> Api:
         store = await open_store(f"sqlite:///{tmp_path / 'a.db'}")
         stack.push_async_callback(store.close)
         await store.migrate()
-        add_compiler = compiler_pb2_grpc.add_CompilerServiceServicer_to_server
-        compiler_service = await stack.enter_async_context(
-            serving((add_compiler, CompilerServicer(compiler)), name="compiler")
+        compiling = await stack.enter_async_context(
+            serving(compiler_service(compiler), name="compiler")
         )
-        controller = IdleController()
-        add_controller = controller_pb2_grpc.add_ControllerServiceServicer_to_server
-        controller_service = await stack.enter_async_context(
-            serving((add_controller, controller), name="controller")
+        # Any job's output: OUTPUT_ROWS, then its end.
+        controller = ScriptedController(store)
+        controller.any_job_output = [
+            OutputBatch("out", [json.dumps(row) for row in OUTPUT_ROWS], done=False),
+            OutputBatch("out", [], done=True),
+        ]
+        controlling = await stack.enter_async_context(
+            serving(controller_service(controller), name="controller")
         )
         compiler_client = await stack.enter_async_context(
-            CompilerClient(str(compiler_service.grpc_address))
+            CompilerClient(str(compiling.grpc_address))
         )
         controller_client = await stack.enter_async_context(
-            ControllerClient(str(controller_service.grpc_address))
+            ControllerClient(str(controlling.grpc_address))
         )
         app = create_app(store, compiler_client, controller_client, web_root=web_root())
         runner = web.AppRunner(app)
@@ -168,17 +133,13 @@ def running_api(tmp_path: Path, spark: SparkSession) -> Iterator[Api]:
         # Port 0: the system picks a free one.
         await web.TCPSite(runner, "127.0.0.1", 0).start()
         host, port = runner.addresses[0][:2]
-        return Api(f"http://{host}:{port}", store, controller, loop)
+        return Api(f"http://{host}:{port}", store, controller, servers)
 
-    try:
-        yield asyncio.run_coroutine_threadsafe(start(), loop).result(TIMEOUT_S)
-    finally:
+    with loop_thread("webui-servers", TIMEOUT_S) as servers:
         try:
-            asyncio.run_coroutine_threadsafe(stack.aclose(), loop).result(TIMEOUT_S)
+            yield servers.run(start(servers))
         finally:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(TIMEOUT_S)
-            loop.close()
+            servers.run(stack.aclose())
 
 
 @contextmanager
@@ -221,9 +182,11 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
         banner = page.locator("#cluster-banner")
         expect(banner).to_contain_text("Arroyo is starting")
         expect(banner).to_contain_text("nodes starting (no node has registered")
-        api.controller.nodes = [
-            controller_pb2.NodeInfo(node_id="n", address="x:1", task_slots=4, free_slots=4)
-        ]
+        api.run(
+            api.controller.register_node(
+                controller_pb2.RegisterNodeRequest(node_id="n", address="n:1", task_slots=4)
+            )
+        )
         expect(banner).to_be_hidden()
         expect(banner).to_have_attribute("data-ready", "true")
         expect(page.get_by_text("No pipelines yet")).to_be_visible()
@@ -271,6 +234,10 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
         expect(page.locator("#d-stop")).to_have_text("none")
         expect(page.locator("#d-generation")).to_have_text("0")
         expect(page.locator("#d-query")).to_contain_text("INSERT INTO out SELECT counter")
+        # What the controller records shows up at the next refresh: the metrics of a running
+        # job, then checkpoints and errors.
+        job_id = JobId(page.locator("#d-job").inner_text())
+        api.call(lambda: api.controller.report_metrics(job_id, metrics_sample()))
         expect(page.locator("#metrics")).to_contain_text("12.5")
         expect(page.locator("#metrics")).to_contain_text("3.0 MiB")
         expect(page.locator("#metrics tr", has_text="windows")).to_contain_text("—")
@@ -278,8 +245,6 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
         expect(page.get_by_text("No checkpoints yet.")).to_be_visible()
         expect(page.get_by_text("No errors.")).to_be_visible()
 
-        # What the controller records shows up at the next refresh.
-        job_id = JobId(page.locator("#d-job").inner_text())
         checkpoint = Checkpoint(
             job_id=job_id,
             query="out",
@@ -374,7 +339,7 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
         expect(page.locator("#output-rows tr").nth(2)).to_contain_text("2")
         expect(page.locator("#output-alert")).to_be_hidden()
 
-        assert api.controller.jobs_changed >= 3
+        assert api.controller.nudges >= 3
 
     # Chromium logs every refused request; those two the test provoked are the only errors.
     expected = {

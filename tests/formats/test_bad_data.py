@@ -31,6 +31,9 @@ def test_bad_data_fail_names_the_record(spark: SparkSession, tmp_path: Path) -> 
     runner.start()
     with pytest.raises(JobFailedError) as caught:
         runner.wait(timeout=120)
+    assert caught.value.code == "job_failed"
+    # The failure of a job has one code; which table and record it names is the behaviour
+    # under test (what the user reads to find the record).
     assert "bad data in table 'src'" in caught.value.message
     assert '"not a number"' in caught.value.message or "this is not json" in caught.value.message
 

@@ -1,0 +1,1 @@
+"""Tests of the `arroyo` command and `arroyo cluster`'s readiness watch."""

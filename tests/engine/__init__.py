@@ -1,0 +1,1 @@
+"""Tests of arroyo.engine: the Spark runner, its sessions, state and Arroyo's own operators."""
