@@ -22,7 +22,29 @@ from tests.sql.harness import (
     run_case,
 )
 
-CASES = sorted(p.stem for p in QUERIES.glob("*.sql"))
+# `scripts/test --quick` runs these (one or two of each family); CI runs every case.
+SAMPLE = frozenset(
+    {
+        "filesystem_parquet_roundtrip",
+        "hop_window",
+        "json_and_unnest",
+        "lookup_join",
+        "session_window",
+        "top_n_per_window",
+        "tumble_count",
+        "union_two_sources",
+        "unwindowed_inner_join",
+        "updating_cdc_aggregate",
+        "updating_filter",
+        "updating_join_aggregate",
+        "view_and_cte",
+        "windowed_joins",
+    }
+)
+CASES = [
+    pytest.param(p.stem, marks=() if p.stem in SAMPLE else pytest.mark.breadth)
+    for p in sorted(QUERIES.glob("*.sql"))
+]
 
 
 @pytest.mark.spark
