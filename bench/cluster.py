@@ -13,9 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -26,6 +24,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from arroyo.testing.ports import service_ports
+
 QUERY = """
 CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '100');
 CREATE TABLE out WITH (connector = 'single_file', path = '{out}', format = 'json', type = 'sink');
@@ -34,19 +34,6 @@ INSERT INTO out SELECT counter FROM impulse;
 SERVICES = ("api", "controller", "compiler", "node")
 # The warm worker starts a JVM once the node is up; give it time before measuring.
 WARM_UP_S = 20.0
-
-
-def free_port() -> int:
-    """Below the ephemeral range, so that no process binding port 0 takes it meanwhile."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    while True:
-        port = random.randrange(max(1024, low - 12_000), low)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        return port
 
 
 def call(base: str, method: str, path: str, body: Any = None) -> Any:
@@ -108,10 +95,8 @@ def main() -> None:
             "ARROYO__DATA_DIR": f"{tmp}/data",
             "ARROYO__DATABASE__URL": f"sqlite:///{tmp}/arroyo.db",
             "ARROYO__LOGGING__LEVEL": os.environ.get("ARROYO__LOGGING__LEVEL", "warning"),
+            **service_ports(SERVICES),
         }
-        for name in SERVICES:
-            env[f"ARROYO__{name.upper()}__PORT"] = str(free_port())
-            env[f"ARROYO__{name.upper()}__ADMIN_PORT"] = str(free_port())
         base = f"http://127.0.0.1:{env['ARROYO__API__PORT']}/api/v1"
         cluster = subprocess.Popen(
             [sys.executable, "-m", "arroyo_cli.main", "cluster"],

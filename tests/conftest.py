@@ -53,9 +53,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """The URL of a database on a real PostgreSQL server, started for this test session (see
-    tests/servers.py). Fails, rather than skips, where PostgreSQL is not installed: the store's
-    tests on PostgreSQL are not optional."""
-    from tests.servers import PostgresUnavailableError, find_postgres_bin, running_postgres
+    ``arroyo.testing.postgres``). Fails, rather than skips, where PostgreSQL is not installed:
+    the store's tests on PostgreSQL are not optional."""
+    from arroyo.testing.postgres import (
+        PostgresUnavailableError,
+        find_postgres_bin,
+        running_postgres,
+    )
 
     try:
         bindir = find_postgres_bin()

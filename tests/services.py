@@ -1,10 +1,11 @@
 """Services in-process for tests, on the real servicers.
 
-``serving`` starts a real service (``arroyo.service``: a gRPC server and its admin server) in this
-process (free ports, no signal handlers, no global logging or tracing setup) and stops it however
-the test ends. What it hosts is always the servicer a deployment runs (``services/<name>/
-servicer.py``, imported as ``arroyo_services.<name>.servicer``): every rpc a test makes goes
-through the code a deployment runs, and only what stands behind it may be scripted:
+``serving`` starts a real service (``arroyo.service``: a gRPC server and its admin server) in
+this process (on ports it binds itself, no signal handlers, no global logging or tracing setup)
+and stops it however the test ends. What it hosts is always the servicer a deployment runs
+(``services/<name>/servicer.py``, imported as ``arroyo_services.<name>.servicer``): every rpc a
+test makes goes through the code a deployment runs, and only what stands behind it may be
+scripted:
 
 - ``compiler_service``: the compiler's servicer over a real ``arroyo.compiler.Compiler``.
 - ``controller_service``: the controller's servicer over a ``Controller``: a real one, or a
@@ -19,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -79,14 +79,6 @@ async def serving(
         yield running
     finally:
         await running.stop(grace_s=0)
-
-
-def unused_port() -> int:
-    """A port nothing listens on (bound then released: connections to it are refused)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 def compiler_service(compiler: Compiler) -> Hosted:

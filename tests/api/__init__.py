@@ -18,12 +18,12 @@ from aiohttp.test_utils import TestClient, TestServer
 from arroyo.api import create_app
 from arroyo.rpc import CompilerClient, ControllerClient
 from arroyo.store import Store, open_store
+from arroyo.testing.ports import free_port
 from tests.services import (
     ScriptedController,
     compiler_service,
     controller_service,
     serving,
-    unused_port,
 )
 
 if TYPE_CHECKING:
@@ -72,14 +72,14 @@ async def running_api(
         stack.push_async_callback(store.close)
         await store.migrate()
 
-        compiler_address = f"127.0.0.1:{unused_port()}"
+        compiler_address = f"127.0.0.1:{free_port()}"
         if compiler is not None:
             running = await stack.enter_async_context(
                 serving(compiler_service(compiler), name="compiler")
             )
             compiler_address = str(running.grpc_address)
 
-        controller_address = f"127.0.0.1:{unused_port()}"
+        controller_address = f"127.0.0.1:{free_port()}"
         controller = None
         if controller_up:
             controller = ScriptedController(store)

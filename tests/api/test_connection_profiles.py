@@ -12,8 +12,8 @@ import pytest
 import structlog
 
 from arroyo.store import ConnectionProfileId, PipelineId
+from arroyo.testing.ports import free_port
 from tests.api import Env, error_of, running_api
-from tests.services import unused_port
 
 if TYPE_CHECKING:
     from arroyo.compiler import Compiler
@@ -230,7 +230,7 @@ async def test_a_bad_profile_body_is_400_naming_the_field(
 
 
 async def test_an_unreachable_cluster_is_ok_false_with_the_reason(tmp_path: Path) -> None:
-    address = f"127.0.0.1:{unused_port()}"
+    address = f"127.0.0.1:{free_port()}"
 
     async with running_api(tmp_path) as env:
         response = await env.client.post(

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from arroyo.testing.ports import free_port
 from arroyo_cli.cluster import watch_readiness
-from tests.services import unused_port
 from tests.waiting import wait_until
 
 STARTING = {
@@ -79,7 +79,7 @@ def test_an_api_that_does_not_answer_is_a_reason_and_stop_ends_the_watch(
     stop = threading.Event()
     watch = threading.Thread(
         target=watch_readiness,
-        args=(f"http://127.0.0.1:{unused_port()}/api/v1/status", stop),
+        args=(f"http://127.0.0.1:{free_port()}/api/v1/status", stop),
         kwargs={"ready_line": "at URL", "poll_s": 0.01, "report_s": 0},
     )
     printed: list[str] = []

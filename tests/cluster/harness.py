@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -24,6 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from arroyo.testing.ports import service_ports
+from arroyo.testing.postgres import create_database
+from arroyo.testing.processes import stop as stop_processes
 from tests import aio
 from tests.waiting import wait_until
 
@@ -32,44 +33,9 @@ T = TypeVar("T")
 SERVICES = ("controller", "compiler", "node", "api")
 
 
-_handed_out: set[int] = set()
-
-
-def free_port() -> int:
-    """A free port below the kernel's ephemeral range. A port the OS picked for port 0 would be
-    released here and bound by the service only seconds later (after a JVM starts), time in
-    which any process binding port 0 (a Spark driver, a worker) may be given it; ports below
-    the ephemeral range are never handed out that way."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    rng = random.Random()
-    while True:
-        port = rng.randrange(max(1024, low - 12_000), low)
-        if port in _handed_out:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _handed_out.add(port)
-        return port
-
-
 def fresh_postgres_database(server_url: str) -> str:
     """A new, empty database on the test session's PostgreSQL server."""
-    import asyncpg
-
-    name = f"cluster_{uuid.uuid4().hex[:10]}"
-
-    async def create() -> None:
-        conn = await asyncpg.connect(server_url)
-        try:
-            await conn.execute(f'CREATE DATABASE "{name}"')
-        finally:
-            await conn.close()
-
-    aio.run(create())
-    return server_url.rsplit("/", 1)[0] + f"/{name}"
+    return aio.run(create_database(server_url, f"cluster_{uuid.uuid4().hex[:10]}"))
 
 
 @dataclass
@@ -86,7 +52,6 @@ class Cluster:
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        ports = {name: (free_port(), free_port()) for name in SERVICES}
         self.env = {
             **os.environ,
             "ARROYO__DATA_DIR": str(self.root / "data"),
@@ -100,11 +65,9 @@ class Cluster:
             "ARROYO__NODE__TASK_SLOTS": "4",
             "ARROYO__WORKER__HEARTBEAT_INTERVAL_S": "0.5",
             "ARROYO__WORKER__DRIVER_MEMORY": "1g",
+            **service_ports(SERVICES),
         }
-        for name, (port, admin) in ports.items():
-            self.env[f"ARROYO__{name.upper()}__PORT"] = str(port)
-            self.env[f"ARROYO__{name.upper()}__ADMIN_PORT"] = str(admin)
-        self.api_url = f"http://127.0.0.1:{ports['api'][0]}/api/v1"
+        self.api_url = f"http://127.0.0.1:{self.env['ARROYO__API__PORT']}/api/v1"
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
 
     def start(self, name: str, command: list[str] | None = None) -> None:
@@ -144,14 +107,7 @@ class Cluster:
 
     def shutdown(self) -> None:
         """SIGTERM every service, SIGKILL what does not stop, and any worker left behind."""
-        for process in self.processes.values():
-            process.send_signal(signal.SIGTERM)
-        for process in self.processes.values():
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_processes(*self.processes.values(), timeout=60)
         self.processes.clear()
         _kill_leftover_workers(self.root)
 

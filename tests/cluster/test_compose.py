@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from arroyo.config import load_config
-from tests.cluster.harness import Cluster, free_port, fresh_postgres_database
+from arroyo.testing.ports import free_port
+from tests.cluster.harness import Cluster, fresh_postgres_database
 
 ROOT = Path(__file__).resolve().parents[2]
 ARROYO_SERVICES = ("migrate", "controller", "compiler", "node", "api")

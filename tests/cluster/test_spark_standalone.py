@@ -12,7 +12,9 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from tests.cluster.harness import free_port, running_cluster
+from arroyo.testing import processes
+from arroyo.testing.ports import free_port
+from tests.cluster.harness import running_cluster
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("cluster")]
@@ -52,12 +54,7 @@ def spark_master(tmp_path: Path) -> Iterator[str]:
         _wait_for_worker(web, tmp_path)
         yield url
     finally:
-        for process in (worker, master):
-            process.terminate()
-            try:
-                process.wait(30)
-            except subprocess.TimeoutExpired:
-                process.kill()
+        processes.stop(worker, master, timeout=30)
 
 
 def _wait_for_worker(web_port: int, logs: Path) -> None:

@@ -23,6 +23,7 @@ from arroyo.rpc import (
     channel,
     status_for,
 )
+from arroyo.testing.ports import free_port
 from arroyo.worker import Phase, WorkerIdentity
 from arroyo_rpc.v1 import (
     common_pb2,
@@ -37,7 +38,6 @@ from tests.services import (
     compiler_service,
     controller_service,
     serving,
-    unused_port,
     worker_service,
 )
 
@@ -83,7 +83,7 @@ async def fail_as_the_program_says(program_json: str) -> None:
             raise RuntimeError("servicer bug")
         case "relay":
             # A call to a peer that is down: its RpcError travels on unchanged.
-            async with WorkerClient(f"127.0.0.1:{unused_port()}") as peer:
+            async with WorkerClient(f"127.0.0.1:{free_port()}") as peer:
                 await peer.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
         case "hang":
             await asyncio.Event().wait()
@@ -167,7 +167,7 @@ async def test_a_successful_call_returns_the_generated_message() -> None:
 
 
 async def test_an_unreachable_peer_is_unavailable_and_retryable() -> None:
-    async with WorkerClient(f"127.0.0.1:{unused_port()}", timeout_s=5) as client:
+    async with WorkerClient(f"127.0.0.1:{free_port()}", timeout_s=5) as client:
         with pytest.raises(RpcError) as caught:
             await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
     err = caught.value
@@ -179,7 +179,7 @@ async def test_connected_says_whether_the_peer_can_be_reached() -> None:
     async with (
         serving(worker()) as up,
         WorkerClient(str(up.grpc_address)) as reachable,
-        WorkerClient(f"127.0.0.1:{unused_port()}") as unreachable,
+        WorkerClient(f"127.0.0.1:{free_port()}") as unreachable,
     ):
         assert (await reachable.connected(5), await unreachable.connected(0.2)) == (True, False)
 
@@ -188,7 +188,7 @@ UDFS = "from arroyo_udf import udf\n\n@udf\ndef f(x: int) -> int:\n    return x\
 
 
 async def test_wait_for_ready_waits_for_a_peer_that_comes_up_within_the_deadline() -> None:
-    port = unused_port()
+    port = free_port()
     async with CompilerClient(f"127.0.0.1:{port}") as client:
         call = asyncio.create_task(
             client.validate_udfs(

@@ -38,9 +38,9 @@ from arroyo.store import (
     open_store,
 )
 from arroyo.store.migrations import LATEST_VERSION, MIGRATIONS
+from arroyo.testing.postgres import create_database
 from arroyo_cli.main import main as arroyo_main
 from tests import aio
-from tests.servers import create_database
 
 
 async def code_of(call: Awaitable[object]) -> str:

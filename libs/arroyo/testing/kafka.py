@@ -26,11 +26,9 @@ import argparse
 import base64
 import logging
 import os
-import random
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +42,8 @@ from typing import Any, Literal, NamedTuple, Self
 from arroyo.engine.jars import retrieve
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.filelock import file_lock
+from arroyo.testing import processes
+from arroyo.testing.ports import free_port
 
 KAFKA_VERSION = "4.1.1"
 BROKER_PACKAGES: tuple[str, ...] = (
@@ -125,29 +125,6 @@ def fetch_broker() -> Path:
     return target
 
 
-_handed_out: set[int] = set()
-
-
-def _free_port() -> int:
-    """A free port below the kernel's ephemeral range. A port the OS picked for port 0 would be
-    released here and bound by the broker only seconds later (after its JVM starts), time in
-    which any process binding port 0 (a Spark driver, a client) may be given it; ports below the
-    ephemeral range are never handed out that way."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    rng = random.Random()
-    while True:
-        port = rng.randrange(max(1024, low - 12_000), low)
-        if port in _handed_out:
-            continue
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _handed_out.add(port)
-        return port
-
-
 class KafkaBroker:
     """One Kafka broker process (KRaft combined mode) and its data directory.
 
@@ -187,7 +164,7 @@ class KafkaBroker:
         """Start a broker on 127.0.0.1 keeping its data in ``data_dir`` (created, and formatted
         unless it already holds a broker's data); return once it serves metadata requests, or
         raise ``KafkaBrokerError`` (with the errors from its log) when the JVM exits first or
-        ``timeout`` seconds pass. Ports left as None are picked free, below the ephemeral range.
+        ``timeout`` seconds pass. Ports left as None are picked free (``arroyo.testing.ports``).
         Fetches the jars first if needed (``fetch_broker``)."""
         users = DEFAULT_USERS if users is None else users
         for name, password in users.items():
@@ -199,9 +176,9 @@ class KafkaBroker:
                 )
         broker = cls(
             data_dir.resolve(),
-            port=port or _free_port(),
-            sasl_port=sasl_port or _free_port(),
-            controller_port=_free_port(),
+            port=port or free_port(),
+            sasl_port=sasl_port or free_port(),
+            controller_port=free_port(),
             users=users,
         )
         broker._launch(timeout)
@@ -239,16 +216,9 @@ class KafkaBroker:
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """SIGTERM (a clean shutdown, logs flushed), then SIGKILL if the JVM is still there after
         ``timeout`` seconds. Does nothing when the broker is not running."""
-        process = self._process
-        if process is None:
+        if self._process is None:
             return
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        processes.stop(self._process, timeout=timeout)
         self._process = None
 
     def kill(self) -> None:

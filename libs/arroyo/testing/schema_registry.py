@@ -44,10 +44,8 @@ import fcntl
 import hashlib
 import json
 import os
-import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tarfile
@@ -60,6 +58,8 @@ from types import FrameType, TracebackType
 from typing import Self
 
 from arroyo.errors import ArroyoError, ErrorDomain
+from arroyo.testing import processes
+from arroyo.testing.ports import free_port
 
 APICURIO_VERSION = "3.0.9"
 # SHA-256 of apicurio-registry-app-3.0.9-all.tar.gz (Ivy also checks the repository's SHA-1).
@@ -202,27 +202,6 @@ def _java() -> str:
     return found
 
 
-_handed_out: set[int] = set()
-
-
-def free_port() -> int:
-    """A free port below the kernel's ephemeral range: the JVM binds it seconds after it is
-    picked, and no process binding port 0 meanwhile can be handed a port below that range."""
-    low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    rng = random.Random()
-    while True:
-        port = rng.randrange(max(1024, low - 12_000), low)
-        if port in _handed_out:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _handed_out.add(port)
-        return port
-
-
 class SchemaRegistry:
     """A running Apicurio Registry; ``url`` is its Confluent-compatible API's base URL."""
 
@@ -280,7 +259,8 @@ class SchemaRegistry:
                 registry._wait_until_ready()
             except SchemaRegistryUnavailableError:
                 registry.stop()
-                in_use = f"Port {chosen} seems to be in use" in _tail(registry.log_path)
+                log = processes.tail(registry.log_path, 40)
+                in_use = f"Port {chosen} seems to be in use" in log
                 if in_use and attempt + 1 < attempts:
                     continue
                 raise
@@ -377,7 +357,7 @@ class SchemaRegistry:
             if self.process.poll() is not None:
                 raise SchemaRegistryUnavailableError(
                     f"the schema registry exited ({self.process.returncode}) before it "
-                    f"answered; log {self.log_path}:\n{_tail(self.log_path)}"
+                    f"answered; log {self.log_path}:\n{processes.tail(self.log_path, 40)}"
                 )
             try:
                 self._request("GET", "/subjects")
@@ -386,7 +366,7 @@ class SchemaRegistry:
                     raise SchemaRegistryUnavailableError(
                         f"the schema registry did not answer GET /subjects within "
                         f"{START_TIMEOUT_S:.0f}s ({err}); log {self.log_path}:\n"
-                        f"{_tail(self.log_path)}"
+                        f"{processes.tail(self.log_path, 40)}"
                     ) from err
                 time.sleep(0.25)
             else:
@@ -402,13 +382,7 @@ class SchemaRegistry:
 
     def stop(self) -> None:
         """Stop the server (gracefully, then by force); idempotent."""
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        processes.stop(self.process, timeout=STOP_TIMEOUT_S)
 
     def __enter__(self) -> Self:
         return self
@@ -420,13 +394,6 @@ class SchemaRegistry:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def _tail(path: Path, lines: int = 40) -> str:
-    try:
-        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -460,5 +427,4 @@ __all__ = [
     "SchemaRegistry",
     "SchemaRegistryUnavailableError",
     "fetch_schema_registry",
-    "free_port",
 ]

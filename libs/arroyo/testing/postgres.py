@@ -1,9 +1,10 @@
-"""Real servers for tests, started from their binaries and torn down afterwards.
+"""A real PostgreSQL server for tests, started from its binaries and torn down afterwards.
 
 ``running_postgres()`` runs a throwaway PostgreSQL cluster: ``initdb`` into a fresh directory,
-``pg_ctl start`` on 127.0.0.1 at a free port, with its socket in that directory, then a database
-created for the tests. PostgreSQL refuses to run as root, so as root the cluster belongs to, and
-runs as, the ``postgres`` user (or ``nobody``).
+``pg_ctl start`` on 127.0.0.1 at a free port (``arroyo.testing.ports``), with its socket in that
+directory, then a database created for the tests. PostgreSQL refuses to run as root, so as root
+the cluster belongs to, and runs as, the ``postgres`` user (or ``nobody``). The binaries are
+found on PATH or where Debian's ``postgresql`` package puts them (``find_postgres_bin``).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,15 +24,20 @@ from pathlib import Path
 
 import asyncpg
 
-from tests.waiting import eventually
+from arroyo.errors import ArroyoError, ErrorDomain
+from arroyo.testing import processes
+from arroyo.testing.ports import free_port
 
 SUPERUSER = "arroyo"
 DATABASE = "arroyo_test"
 START_TIMEOUT_S = 60.0
 
 
-class PostgresUnavailableError(RuntimeError):
+class PostgresUnavailableError(ArroyoError):
     """No PostgreSQL binaries here, or the server would not start."""
+
+    code = "postgres_unavailable"
+    domain = ErrorDomain.EXTERNAL
 
 
 @dataclass(frozen=True)
@@ -79,7 +85,7 @@ def running_postgres(bindir: Path | None = None) -> Iterator[str]:
         if run_as.uid is not None:
             os.chown(root, run_as.uid, -1 if run_as.gid is None else run_as.gid)
         data = root / "data"
-        port = _free_port()
+        port = free_port()
         _run(
             run_as,
             [
@@ -121,7 +127,7 @@ def running_postgres(bindir: Path | None = None) -> Iterator[str]:
                 root,
             )
         except PostgresUnavailableError as err:
-            raise PostgresUnavailableError(f"{err}\nserver log:\n{_tail(log)}") from err
+            raise PostgresUnavailableError(f"{err}\nserver log:\n{processes.tail(log)}") from err
         try:
             base = f"postgresql://{SUPERUSER}@127.0.0.1:{port}"
             asyncio.run(_wait_until_ready(f"{base}/postgres"))
@@ -135,24 +141,19 @@ def running_postgres(bindir: Path | None = None) -> Iterator[str]:
 async def _wait_until_ready(url: str) -> None:
     # The server accepts connections once pg_ctl -w returns, but poll with a deadline anyway:
     # a slow machine may still be finishing startup.
-    refused: list[BaseException] = []
-
-    async def accepts() -> bool:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
         try:
             conn = await asyncpg.connect(url)
         except (OSError, asyncpg.CannotConnectNowError) as err:
-            refused.append(err)
-            return False
-        await conn.close()
-        return True
-
-    await eventually(
-        "PostgreSQL to accept connections",
-        accepts,
-        START_TIMEOUT_S,
-        interval=0.1,
-        detail=lambda: f": {refused[-1]}" if refused else "",
-    )
+            if time.monotonic() > deadline:
+                raise PostgresUnavailableError(
+                    f"PostgreSQL did not accept connections within {START_TIMEOUT_S:g} s: {err}"
+                ) from err
+            await asyncio.sleep(0.1)
+        else:
+            await conn.close()
+            return
 
 
 async def create_database(url: str, name: str) -> str:
@@ -200,19 +201,3 @@ def _run(run_as: _RunAs, args: list[str], cwd: Path) -> None:
         raise PostgresUnavailableError(
             f"{' '.join(args)} failed ({result.returncode}):\n{result.stdout}{result.stderr}"
         )
-
-
-def _free_port() -> int:
-    # The port is free now; nothing else on a test machine is likely to take it before the
-    # server binds it a moment later.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def _tail(path: Path, lines: int = 30) -> str:
-    try:
-        return "\n".join(path.read_text().splitlines()[-lines:])
-    except OSError:
-        return "(no log)"
