@@ -1047,6 +1047,7 @@ class _Rewriter:
                 select,
                 lambda: self._event_time(relations),
                 self.planner.udfs.kinds if self.planner.udfs else None,
+                {r.alias: dict(r.columns) for r in relations},
             )
         except FunctionError as err:
             raise _error("bad_function_call", str(err), _span_of(self.text, err.node)) from err
