@@ -65,6 +65,10 @@ CASES: list[tuple[str, Any]] = [
         ["2024-01-01T10:15:30.123", "2024-01-01T10:45:00.000", "2024-01-01T11:05:00.000"],
     ),
     ("to_char(ts, '%a %b %j %%')", ["Mon Jan 001 %"] * 3),
+    (
+        "date_format(ts, 'yyyy-MM-dd HH:mm')",
+        ["2024-01-01 10:15", "2024-01-01 10:45", "2024-01-01 11:05"],
+    ),
     # to_timestamp: RFC 3339 text, seconds as numbers, chrono formats tried in turn
     (
         "to_timestamp('2023-01-31T09:26:56.123456789-05:00')",

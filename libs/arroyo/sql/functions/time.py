@@ -166,6 +166,10 @@ def java_format(call: Call, index: int, parsing: bool = False) -> str:
     """The chrono (strftime) format of argument ``index`` as a Spark datetime pattern (for
     reading text when ``parsing``)."""
     chrono = call.literal(index, "format")
+    if "%" not in chrono:
+        # Chrono would only echo such a format: it can only mean Spark's own pattern
+        # ('yyyy-MM-dd'), which queries written for Spark use.
+        return chrono
     out: list[str] = []
     literal = ""
     pos = 0
