@@ -9,12 +9,14 @@ offset in the script so that diagnostics point at it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.parsers.postgres import PostgresParser
 from sqlglot.tokenizer_core import Token, TokenType
 
 from arroyo.errors import Diagnostic, PlanningError
@@ -22,14 +24,28 @@ from arroyo.sql.text import SourceText
 from arroyo.sql.types import UnsupportedTypeError, parse_type
 
 
+def _as_written(name: str) -> Callable[[list[exp.Expr]], exp.Expr]:
+    def build(args: list[exp.Expr]) -> exp.Expr:
+        return exp.Anonymous(this=name, expressions=args)
+
+    return build
+
+
 class ArroyoDialect(Postgres):
     """Postgres, except that ``window`` and ``session`` are plain names: Arroyo selects
     ``... AS window``, reads ``window.start`` and calls ``session(gap)``; it has no named-window
-    clause and no SESSION statements."""
+    clause and no SESSION statements. Calls that take chrono formats (``%Y-%m-%d``) are kept as
+    written, for ``arroyo.sql.functions`` (sqlglot would read Postgres' ``YYYY-MM-DD``)."""
 
     class Tokenizer(Postgres.Tokenizer):
         KEYWORDS = {
             k: v for k, v in Postgres.Tokenizer.KEYWORDS.items() if k not in ("WINDOW", "SESSION")
+        }
+
+    class Parser(PostgresParser):
+        FUNCTIONS = {
+            **PostgresParser.FUNCTIONS,
+            **{name.upper(): _as_written(name) for name in ("to_char", "to_timestamp", "to_date")},
         }
 
 

@@ -163,6 +163,7 @@ class Rewriter:
                 select,
                 lambda: event_time(relations),
                 ctx.udfs.kinds if ctx.udfs else None,
+                {r.alias: dict(r.columns) for r in relations},
             )
         except FunctionError as err:
             raise error(ErrorCode.BAD_FUNCTION_CALL, str(err), span_of(ctx.text, err.node)) from err
