@@ -15,10 +15,11 @@ if TYPE_CHECKING:
 
 class FilesystemConnector(Connector[FilesystemOptions]):
     """A directory of files (local paths). Source: bounded, reads the files present when the
-    pipeline starts, in name order. Sink: Spark's file sink, which commits the files of each
-    micro-batch to its ``_spark_metadata`` log, so a replayed batch never duplicates a file;
-    readers should read the directory through that log (Spark does, as does this source when
-    files starting with ``_`` or ``.`` are skipped and uncommitted files are absent)."""
+    pipeline starts, in name order. Sink: exactly once through Spark's file sink, which commits
+    the files of each micro-batch to its ``_spark_metadata`` log, so a replayed batch never
+    duplicates a file; readers should read the directory through that log (Spark does, as does
+    this source when files starting with ``_`` or ``.`` are skipped and uncommitted files are
+    absent)."""
 
     name = "filesystem"
     description = "Files in a local directory (JSON lines or Parquet)"
