@@ -226,7 +226,7 @@ def _plan_sql(conn: AnyConnector, role: str, options: str, columns: str) -> str:
 def test_planning_contacts_nothing(
     conn: AnyConnector, spark: SparkSession, trap: _Trap, tmp_path: Path
 ) -> None:
-    from arroyo.sql.planner import Planner
+    from arroyo.engine.catalog import spark_planner
 
     case = PLANNED.get(conn.name)
     assert case is not None, f"no contract case for connector '{conn.name}': add it to PLANNED"
@@ -237,7 +237,7 @@ def test_planning_contacts_nothing(
     for role, options in case.roles.items():
         filled = options.format(trap=trap.address, dir=tmp_path)
         sql = _plan_sql(conn, role, filled, case.columns)
-        program = Planner(spark, state_dir=tmp_path / "planning" / role).plan(sql)
+        program = spark_planner(spark, state_dir=tmp_path / "planning" / role).plan(sql)
         assert program.queries, sql
     assert not trap.contacted.wait(1.0), f"planning a '{conn.name}' table contacted its system"
 
@@ -419,8 +419,8 @@ def test_a_replayed_batch_is_written_once(
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
+    from arroyo.engine.catalog import spark_planner
     from arroyo.engine.runner import PipelineRunner
-    from arroyo.sql.planner import Planner
 
     assert case is not None, f"no contract case for sink '{conn.name}': add it to SINKS"
     sink = case(request, tmp_path)
@@ -432,7 +432,7 @@ def test_a_replayed_batch_is_written_once(
         f"INSERT INTO out SELECT counter FROM src;"
     )
     state = tmp_path / "state"
-    program = Planner(spark, state_dir=state).plan(sql)
+    program = spark_planner(spark, state_dir=state).plan(sql)
     first = PipelineRunner(
         spark, program, state, max_records_per_batch=_ROWS_PER_BATCH, stop_after_batches=2
     )
@@ -442,7 +442,7 @@ def test_a_replayed_batch_is_written_once(
     # run's listener would take them (the query keeps its id) for its own.
     spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
     replayed = _forget_commits(state)
-    program = Planner(spark, state_dir=state).plan(sql)
+    program = spark_planner(spark, state_dir=state).plan(sql)
     second = PipelineRunner(spark, program, state, max_records_per_batch=_ROWS_PER_BATCH)
     second.start()
     assert second.wait(timeout=_DEADLINE_S), "the resumed run did not finish"
@@ -499,7 +499,7 @@ def test_a_line_writer_writes_a_replayed_batch_once(
     tmp_path: Path,
     request: pytest.FixtureRequest,
 ) -> None:
-    from arroyo.sql.planner import Planner
+    from arroyo.engine.catalog import spark_planner
 
     if conn.internal:
         conn, spec, sink = _stage_line_case(tmp_path)
@@ -512,7 +512,7 @@ def test_a_line_writer_writes_a_replayed_batch_once(
             f"{', ' + sink.options if sink.options else ''});\n"
             "INSERT INTO out SELECT counter FROM src;"
         )
-        spec = Planner(spark, state_dir=tmp_path / "planning").plan(sql).queries[0].sink
+        spec = spark_planner(spark, state_dir=tmp_path / "planning").plan(sql).queries[0].sink
     context = WriteContext(spark, tmp_path / "sink", tmp_path)
     writer = conn.line_writer(context, spec, conn.table_options(spec))
     step = _ROWS // 3
