@@ -17,6 +17,7 @@ from arroyo.sql.functions.core import (
     renamed,
     spark,
     string_literal,
+    template,
     typed,
 )
 from arroyo.sql.functions.inference import array_depth
@@ -100,33 +101,16 @@ def _concat(call: Call) -> exp.Expr:
     return spark(f"IF({all_null}, NULL, concat({parts}))", *[a.copy() for a in call.args])
 
 
-def _has(call: Call) -> exp.Expr:
-    """False when absent, even beside NULL elements (Spark's array_contains answers NULL)."""
-    call.arity(2)
-    return typed(
-        spark(
-            "IF({1} IS NULL, NULL, exists({0}, __x -> coalesce(__x = {1}, false)))",
-            call.arg(0),
-            call.arg(1),
-        ),
-        "boolean",
-    )
+# False when absent, even beside NULL elements (Spark's array_contains answers NULL).
+_has = template(
+    "IF({1} IS NULL, NULL, exists({0}, __x -> coalesce(__x = {1}, false)))", "boolean", arity=2
+)
 
 
-def _has_all(call: Call) -> exp.Expr:
-    call.arity(2)
-    return typed(
-        spark("forall({1}, __y -> exists({0}, __x -> __x <=> __y))", call.arg(0), call.arg(1)),
-        "boolean",
-    )
+_has_all = template("forall({1}, __y -> exists({0}, __x -> __x <=> __y))", "boolean", arity=2)
 
 
-def _has_any(call: Call) -> exp.Expr:
-    call.arity(2)
-    return typed(
-        spark("exists({1}, __y -> exists({0}, __x -> __x <=> __y))", call.arg(0), call.arg(1)),
-        "boolean",
-    )
+_has_any = template("exists({1}, __y -> exists({0}, __x -> __x <=> __y))", "boolean", arity=2)
 
 
 def _dims_of(array: exp.Expr, depth: int) -> exp.Expr:
@@ -247,17 +231,12 @@ def _position(call: Call) -> exp.Expr:
     )
 
 
-def _positions(call: Call) -> exp.Expr:
-    call.arity(2)
-    return typed(
-        spark(
-            "IF({0} IS NULL, NULL, filter(sequence(1, greatest(size({0}), 1)), "
-            "__i -> __i <= size({0}) AND try_element_at({0}, __i) <=> {1}))",
-            call.arg(0),
-            call.arg(1),
-        ),
-        "array<bigint>",
-    )
+_positions = template(
+    "IF({0} IS NULL, NULL, filter(sequence(1, greatest(size({0}), 1)), "
+    "__i -> __i <= size({0}) AND try_element_at({0}, __i) <=> {1}))",
+    "array<bigint>",
+    arity=2,
+)
 
 
 _SEEN = "size(filter(slice({0}, 1, __i + 1), __y -> __y <=> {1}))"
@@ -370,9 +349,7 @@ def _sort(call: Call) -> exp.Expr:
     )
 
 
-def _empty(call: Call) -> exp.Expr:
-    call.arity(1)
-    return typed(spark("size({0}) = 0", call.arg(0)), "boolean")
+_empty = template("size({0}) = 0", "boolean", arity=1)
 
 
 def _series(inclusive: bool) -> Rewrite:

@@ -162,6 +162,17 @@ def renamed(spark_name: str) -> Rewrite:
     return rewrite
 
 
+def template(sql: str, arroyo_type: str, *, arity: int) -> Rewrite:
+    """A call of exactly ``arity`` arguments as the Spark expression ``sql`` (see ``spark``:
+    ``{0}``... are the arguments), of Arroyo's type ``arroyo_type``."""
+
+    def rewrite(call: Call) -> exp.Expr:
+        call.arity(arity)
+        return typed(spark(sql, *[call.arg(i) for i in range(arity)]), arroyo_type)
+
+    return rewrite
+
+
 def as_node(node_type: type[exp.Func], *keys: str) -> Rewrite:
     """The same function as a sqlglot node (so that an aggregate stays an aggregate for the
     planner), its arguments in ``keys`` order."""

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from arroyo.sql.functions.core import Call, Context, Rewrite, func, literal_text, spark, typed
+from arroyo.sql.functions.core import (
+    Call,
+    Context,
+    Rewrite,
+    func,
+    literal_text,
+    spark,
+    template,
+    typed,
+)
 from arroyo.sql.functions.inference import is_float, is_integer
 
 _MINUS_INFINITY = "CAST('-Infinity' AS DOUBLE)"
@@ -118,10 +127,8 @@ def _trunc(call: Call) -> exp.Expr:
     )
 
 
-def _factorial(call: Call) -> exp.Expr:
-    """1 below 2, as in DataFusion (Spark: NULL for negative numbers)."""
-    call.arity(1)
-    return typed(spark("CAST(IF({0} < 2, 1, factorial({0})) AS BIGINT)", call.arg(0)), "bigint")
+# 1 below 2, as in DataFusion (Spark: NULL for negative numbers).
+_factorial = template("CAST(IF({0} < 2, 1, factorial({0})) AS BIGINT)", "bigint", arity=1)
 
 
 def _gcd_of(a: exp.Expr, b: exp.Expr) -> exp.Expr:
@@ -155,9 +162,7 @@ def _lcm(call: Call) -> exp.Expr:
     )
 
 
-def _iszero(call: Call) -> exp.Expr:
-    call.arity(1)
-    return typed(spark("{0} = 0", call.arg(0)), "boolean")
+_iszero = template("{0} = 0", "boolean", arity=1)
 
 
 def _power(call: Call) -> exp.Expr:

@@ -7,7 +7,7 @@ import re
 
 from sqlglot import exp
 
-from arroyo.sql.functions.core import Call, Rewrite, spark, typed
+from arroyo.sql.functions.core import Call, Rewrite, spark, template, typed
 
 _ARROW_TO_SPARK = {
     "Boolean": "BOOLEAN", "Int8": "TINYINT", "Int16": "SMALLINT", "Int32": "INT",
@@ -105,10 +105,10 @@ def _row_time(call: Call) -> exp.Expr:
     return typed(call.context.event_time(), "timestamp")
 
 
-def _wallclock(call: Call) -> exp.Expr:
-    """The time each row is processed (Spark's ``current_timestamp()`` is one per batch)."""
-    call.arity(0)
-    return typed(spark("CAST(reflect('java.time.Instant', 'now') AS TIMESTAMP)"), "timestamp")
+# The time each row is processed (Spark's ``current_timestamp()`` is one per batch).
+_wallclock = template(
+    "CAST(reflect('java.time.Instant', 'now') AS TIMESTAMP)", "timestamp", arity=0
+)
 
 
 def _metadata(call: Call) -> exp.Expr:

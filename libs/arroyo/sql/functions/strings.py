@@ -12,55 +12,36 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from arroyo.sql.functions.core import Call, Rewrite, func, renamed, spark, typed
+from arroyo.sql.functions.core import Call, Rewrite, func, renamed, spark, template, typed
+
+# The character of a Unicode code point (Spark's ``chr`` takes the code modulo 256).
+_chr = template(
+    "IF({0} BETWEEN 0 AND 255, chr({0}), decode(unhex(lpad(hex({0}), 8, '0')), 'utf-32'))",
+    "string",
+    arity=1,
+)
 
 
-def _chr(call: Call) -> exp.Expr:
-    """The character of a Unicode code point (Spark's ``chr`` takes the code modulo 256)."""
-    call.arity(1)
-    return typed(
-        spark(
-            "IF({0} BETWEEN 0 AND 255, chr({0}), decode(unhex(lpad(hex({0}), 8, '0')), 'utf-32'))",
-            call.arg(0),
-        ),
-        "string",
-    )
+# Upper case after any character that is not a letter or digit, lower case elsewhere.
+_initcap = template(
+    "element_at(transform(array(split({0}, '')), __c -> array_join(transform(__c, "
+    "(__ch, __i) -> IF(__i = 0 OR NOT __c[__i - 1] RLIKE "
+    "'[\\\\p{{IsAlphabetic}}\\\\p{{N}}]', upper(__ch), lower(__ch))), '')), 1)",
+    "string",
+    arity=1,
+)
 
 
-def _initcap(call: Call) -> exp.Expr:
-    """Upper case after any character that is not a letter or digit, lower case elsewhere."""
-    call.arity(1)
-    return typed(
-        spark(
-            "element_at(transform(array(split({0}, '')), __c -> array_join(transform(__c, "
-            "(__ch, __i) -> IF(__i = 0 OR NOT __c[__i - 1] RLIKE "
-            "'[\\\\p{{IsAlphabetic}}\\\\p{{N}}]', upper(__ch), lower(__ch))), '')), 1)",
-            call.arg(0),
-        ),
-        "string",
-    )
+# A negative length leaves out that many characters at the end.
+_left = template(
+    "IF({1} < 0, substr({0}, 1, greatest(char_length({0}) + {1}, 0)), left({0}, {1}))",
+    "string",
+    arity=2,
+)
 
 
-def _left(call: Call) -> exp.Expr:
-    """A negative length leaves out that many characters at the end."""
-    call.arity(2)
-    return typed(
-        spark(
-            "IF({1} < 0, substr({0}, 1, greatest(char_length({0}) + {1}, 0)), left({0}, {1}))",
-            call.arg(0),
-            call.arg(1),
-        ),
-        "string",
-    )
-
-
-def _right(call: Call) -> exp.Expr:
-    """A negative length leaves out that many characters at the start."""
-    call.arity(2)
-    return typed(
-        spark("IF({1} < 0, substr({0}, 1 - {1}), right({0}, {1}))", call.arg(0), call.arg(1)),
-        "string",
-    )
+# A negative length leaves out that many characters at the start.
+_right = template("IF({1} < 0, substr({0}, 1 - {1}), right({0}, {1}))", "string", arity=2)
 
 
 def _substr(call: Call) -> exp.Expr:
@@ -86,10 +67,8 @@ def _substr(call: Call) -> exp.Expr:
     )
 
 
-def _to_hex(call: Call) -> exp.Expr:
-    """Lower-case hex digits (two's complement for negative numbers, as Spark's ``hex``)."""
-    call.arity(1)
-    return typed(spark("lower(hex({0}))", call.arg(0)), "string")
+# Lower-case hex digits (two's complement for negative numbers, as Spark's ``hex``).
+_to_hex = template("lower(hex({0}))", "string", arity=1)
 
 
 def _format(call: Call) -> str:

@@ -14,7 +14,16 @@ import re
 
 from sqlglot import exp
 
-from arroyo.sql.functions.core import Call, Context, FunctionError, Rewrite, func, spark, typed
+from arroyo.sql.functions.core import (
+    Call,
+    Context,
+    FunctionError,
+    Rewrite,
+    func,
+    spark,
+    template,
+    typed,
+)
 from arroyo.sql.functions.inference import is_integer
 from arroyo.sql.time import DurationError, parse_duration_us
 
@@ -300,10 +309,8 @@ def _to_unixtime(call: Call) -> exp.Expr:
     return typed(spark("unix_seconds({0})", _parsed(call)), "bigint")
 
 
-def _current_time(call: Call) -> exp.Expr:
-    """The time of day, as text (Arroyo's TIME travels as its text form here)."""
-    call.arity(0)
-    return typed(spark("date_format(current_timestamp(), 'HH:mm:ss.SSSSSS')"), "string")
+# The time of day, as text (Arroyo's TIME travels as its text form here).
+_current_time = template("date_format(current_timestamp(), 'HH:mm:ss.SSSSSS')", "string", arity=0)
 
 
 REWRITES: dict[str, Rewrite] = {
