@@ -390,10 +390,12 @@ class PipelineRunner:
         self._take_progress(p for w in self._watched for p in w.query.recentProgress)
 
     def _take_progress(self, events: Iterable[Any]) -> None:
-        by_id = {str(w.query.id): w for w in self._watched}
+        # By run id: a query resumed from its checkpoint keeps its id, and an earlier run's last
+        # events can still be on Spark's listener bus when this run starts.
+        by_run = {str(w.query.runId): w for w in self._watched}
         changed = False
         for p in events:
-            w = by_id.get(str(p.id))
+            w = by_run.get(str(p.runId))
             if w is None or p.batchId <= w.last_batch:
                 continue
             w.last_batch = p.batchId
