@@ -6,7 +6,6 @@ support), and the worker, to run them. Building never contacts an external syste
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,8 @@ from arroyo.program.spec import (
 # the watermark operator (a filter on ``_eoi`` would be pushed below it and hide the marker).
 END_OF_TIME = "9999-12-31 00:00:00"
 _END_OF_TIME_YEAR = 9999
-_EOI_METRIC = "eoi:"
+# The name under which a bounded source observes its end-of-input marker: ``eoi:<table>``.
+EOI_METRIC = "eoi:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +93,7 @@ def build_source(
         # under the watermark: the optimizer walks every layer again in every micro-batch.
         df = df.select(*[quote_name(n) for n in names], event.alias(EVENT_TIME))
         return df.withWatermark(EVENT_TIME, f"{table.watermark_delay_ms} milliseconds")
-    df = df.observe(f"{_EOI_METRIC}{table.name}", F.max(F.col("_eoi").cast("INT")).alias("eoi"))
+    df = df.observe(f"{EOI_METRIC}{table.name}", F.max(F.col("_eoi").cast("INT")).alias("eoi"))
     df = df.withColumn(EVENT_TIME, F.when(F.col("_eoi"), _end_of_time()).otherwise(event))
     df = df.withWatermark(EVENT_TIME, f"{table.watermark_delay_ms} milliseconds")
     real = F.col(EVENT_TIME) < _end_of_time()
@@ -256,39 +256,9 @@ def drop_temp_views(spark: SparkSession) -> None:
         spark.catalog.dropTempView(views.apply(i).table())
 
 
-def end_of_input_sources(df: DataFrame) -> set[str]:
-    """Names of the bounded-capable sources a query reads (from its plan's observers)."""
-    plan = df._jdf.queryExecution().analyzed().toString()
-    return set(re.findall(rf"CollectMetrics {re.escape(_EOI_METRIC)}(\S+?),", plan))
-
-
-def reads_bounded_only(df: DataFrame) -> bool:
-    """Whether every stream a query reads ends by itself: each bounded source observes its
-    end-of-input marker once per read, so the plan has as many observers as streams."""
-    plan = df._jdf.queryExecution().analyzed()
-    leaves = plan.collectLeaves()
-    streams = sum(1 for i in range(leaves.size()) if leaves.apply(i).isStreaming())
-    observers = re.findall(rf"CollectMetrics {re.escape(_EOI_METRIC)}", plan.toString())
-    return streams == len(observers)
-
-
-# Logical plan nodes that keep state across rows, as the analysed plan prints them.
-_STATEFUL_NODE = re.compile(
-    r"^[\s:+\-!]*(Aggregate|Join|Deduplicate\w*|FlatMapGroupsWithState|TransformWithState\w*"
-    r"|Window|SessionWindowing\w*)\b",
-    re.MULTILINE,
-)
-
-
-def stateful_operator(df: DataFrame) -> str | None:
-    """The first operator of a query's plan that keeps state across rows, if any."""
-    found = _STATEFUL_NODE.search(df._jdf.queryExecution().analyzed().toString())
-    return found[1] if found else None
-
-
 def is_end_of_time(watermark: str | None) -> bool:
     return bool(watermark) and int(str(watermark)[:4]) >= _END_OF_TIME_YEAR - 1
 
 
 def eoi_metric_source(metric_name: str) -> str | None:
-    return metric_name[len(_EOI_METRIC) :] if metric_name.startswith(_EOI_METRIC) else None
+    return metric_name[len(EOI_METRIC) :] if metric_name.startswith(EOI_METRIC) else None

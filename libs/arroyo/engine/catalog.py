@@ -10,7 +10,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from arroyo.engine import build
+from arroyo.engine import build, plans
 from arroyo.program.names import quote_name
 from arroyo.sql.planner import Planner
 from arroyo.udfs import register as register_udfs
@@ -77,11 +77,10 @@ class SparkCatalog:
         return partials, build.window_aggregate_results(partials, spec).schema
 
     def reads_bounded_only(self, sql: str) -> bool:
-        return build.reads_bounded_only(self.spark.sql(sql))
+        return plans.reads_bounded_only(self.spark.sql(sql))
 
     def reads_views(self, sql: str, views: Collection[str]) -> bool:
-        plan = self.spark.sql(sql)._jdf.queryExecution().analyzed().toString()
-        return any(f"View (`{name}`," in plan for name in views)
+        return plans.reads_views(self.spark.sql(sql), views)
 
 
 def spark_planner(

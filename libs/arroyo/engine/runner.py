@@ -36,14 +36,13 @@ from arroyo.connectors.runtime.sinks import wait_for_batches
 from arroyo.engine.build import (
     BuildSettings,
     drop_temp_views,
-    end_of_input_sources,
     eoi_metric_source,
     is_end_of_time,
     register,
-    stateful_operator,
 )
 from arroyo.engine.changelog import Changelog
 from arroyo.engine.per_batch import PerBatchQuery
+from arroyo.engine.plans import end_of_input_sources, stateful_operator
 from arroyo.engine.session import (
     PROVIDER_CLASS,
     ROCKSDB_PROVIDER,

@@ -148,10 +148,14 @@ class Rewriter:
                 table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
 
     def _select(self, select: exp.Select) -> Planned:
+        """A SELECT: its FROM items planned, its stars expanded, its functions in Spark's
+        terms, then planned by the first of RULES that takes it."""
         ctx = self.ctx
         try:
             relations = self._relations(select)
         except PlanningError as err:
+            # A window function over input without windows is refused where it stands, unless
+            # this query keeps its top N rows: then the two are the aggregate they amount to.
             if not any(d.code == ErrorCode.WINDOW_FUNCTION_INPUT for d in err.diagnostics):
                 raise
             if not window_fn.unwindowed_top_n(ctx, select):

@@ -15,6 +15,7 @@ from arroyo.sql.planner.relations import batch_view_name
 from arroyo.sql.planner.syntax import (
     WINDOW_HELPER,
     conjuncts,
+    from_clause,
     has_aggregate,
     resolve_group_item,
 )
@@ -98,10 +99,11 @@ def top_rows_root(
     assert isinstance(root_node, exp.Select)
     node = root_node.copy()
     columns = [p for p in node.expressions if p.alias_or_name not in payload]
-    subquery = node.args["from_"].this
-    columns.append(exp.column(helper, table=subquery.alias_or_name))
+    from_ = from_clause(node)
+    assert from_ is not None
+    columns.append(exp.column(helper, table=from_.this.alias_or_name))
     node.set("expressions", columns)
-    node.args["from_"].this.set("this", new_inner)
+    from_.this.set("this", new_inner)
     view = ViewSpec(ctx.fresh_name(f"{root}__top_rows"), node.sql(dialect="spark"))
     try:
         ctx.catalog.register_view(view)
@@ -128,7 +130,8 @@ def _per_window_extreme(
     inner = _aggregate_inner(node, window)
     if inner is None or inner.args.get("where"):
         return None
-    source = inner.args["from_"].this
+    from_ = from_clause(inner)
+    source = from_.this if from_ is not None else None
     if not isinstance(source, exp.Table) or source.name != view or source.args.get("db"):
         return None
     group = inner.args.get("group")
@@ -173,7 +176,7 @@ def _aggregate_inner(node: exp.Query | None, window: str) -> exp.Select | None:
     FROM (aggregate) AS __aggN``), if ``node`` is one with nothing else around it."""
     if not isinstance(node, exp.Select) or node.args.get("joins") or node.args.get("where"):
         return None
-    from_ = node.args.get("from_")
+    from_ = from_clause(node)
     subquery = from_.this if from_ is not None else None
     if not isinstance(subquery, exp.Subquery) or not isinstance(subquery.this, exp.Select):
         return None

@@ -102,7 +102,7 @@ def window_local_join(
 def _grouped_by_window(ctx: PlanContext, view: str) -> bool:
     """Whether ``view`` is a windowed aggregate grouped by its input's window alone."""
     node = ctx.window_roots.nodes.get(view)
-    source = node.args.get("from_") if isinstance(node, exp.Select) else None
+    source = from_clause(node) if isinstance(node, exp.Select) else None
     inner = source.this.this if source and isinstance(source.this, exp.Subquery) else None
     group = inner.args.get("group") if isinstance(inner, exp.Select) else None
     if inner is None or group is None or len(group.expressions) != 1:
