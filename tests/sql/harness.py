@@ -7,7 +7,6 @@ import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlparse
 
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
@@ -59,34 +58,15 @@ def read_output(path: Path) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if not path.is_dir():
         return rows
-    committed = _committed_files(path)
+    # As a plain listing reader reads a directory: every file but hidden ones.
     for f in sorted(path.rglob("*")):
-        if not f.is_file() or f.name.startswith((".", "_")) or "_spark_metadata" in f.parts:
+        if not f.is_file() or any(p.startswith((".", "_")) for p in f.relative_to(path).parts):
             continue
-        if committed is not None and f.resolve() not in committed:
-            continue  # written by a batch that did not commit (Spark deletes it when aborting)
         if f.suffix == ".parquet":
             rows.extend(_plain(r) for r in pq.read_table(f).to_pylist())
         else:
             rows.extend(json.loads(line) for line in f.read_text().splitlines() if line.strip())
     return rows
-
-
-def _committed_files(path: Path) -> set[Path] | None:
-    """The files a Spark file sink committed, from its ``_spark_metadata`` log (None if it
-    keeps none): what a reader of the sink's output must read."""
-    log = path / "_spark_metadata"
-    if not log.is_dir():
-        return None
-    files: set[Path] = set()
-    for entry in log.iterdir():
-        if entry.name.startswith(".") or not entry.name.split(".")[0].isdigit():
-            continue
-        for line in entry.read_text().splitlines()[1:]:
-            record = json.loads(line)
-            if record.get("action", "add") == "add":
-                files.add(Path(unquote(urlparse(record["path"]).path)).resolve())
-    return files
 
 
 def _plain(row: dict[str, Any]) -> dict[str, Any]:

@@ -15,11 +15,12 @@ if TYPE_CHECKING:
 
 class FilesystemConnector(Connector[FilesystemOptions]):
     """A directory of files (local paths). Source: bounded, reads the files present when the
-    pipeline starts, in name order. Sink: exactly once through Spark's file sink, which commits
-    the files of each micro-batch to its ``_spark_metadata`` log, so a replayed batch never
-    duplicates a file; readers should read the directory through that log (Spark does, as does
-    this source when files starting with ``_`` or ``.`` are skipped and uncommitted files are
-    absent)."""
+    pipeline starts, in name order. Sink: exactly once for any reader that lists the directory
+    and skips names starting with ``_`` or ``.`` (as Spark and this source do): each micro-batch
+    is written into a hidden staging directory and its files then moved into place under names
+    of the batch; a replayed batch replaces what an attempt cut short moved and a batch already
+    in place is not written again. A reader listing while a crashed batch awaits its replay may
+    see part of that batch, never a duplicate (arroyo.connectors.filesystem.sink)."""
 
     name = "filesystem"
     description = "Files in a local directory (JSON lines or Parquet)"
@@ -53,7 +54,7 @@ class FilesystemConnector(Connector[FilesystemOptions]):
     ) -> DataStreamWriter:
         from arroyo.connectors.filesystem.sink import write_directory
 
-        return write_directory(df, table, options)
+        return write_directory(ctx, df, table, options)
 
 
 __all__ = ["FilesystemConnector", "FilesystemOptions"]

@@ -1,20 +1,80 @@
-"""The filesystem sink: Spark's own file sink (Parquet, or the table's format as text lines),
-which commits each micro-batch's files to its ``_spark_metadata`` log."""
+"""The filesystem sink: each micro-batch written (Parquet, or the table's format as text lines)
+into a hidden staging directory, then moved into place under names of its own, so that a
+reader listing the directory sees only finished batches, and a replayed batch replaces what an
+attempt cut short left instead of adding to it."""
 
 from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from pathlib import Path
 
 from pyspark.sql import DataFrame
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
+from arroyo.connectors.base import WriteContext
 from arroyo.connectors.filesystem.options import FilesystemOptions
 from arroyo.connectors.runtime.file_tables import file_mode
+from arroyo.connectors.runtime.sinks import batch_in_flight
 from arroyo.formats.codec import encode
 from arroyo.program.spec import TableSpec
 
+# Hidden from readers that skip names starting with '_' or '.' (Spark's file sources do).
+STAGING_DIR = "_staging"
+
 
 def write_directory(
-    df: DataFrame, table: TableSpec, options: FilesystemOptions
+    ctx: WriteContext, df: DataFrame, table: TableSpec, options: FilesystemOptions
 ) -> DataStreamWriter:
-    if file_mode(table) == "parquet":
-        return df.writeStream.format("parquet").option("path", options.path)
-    return encode(df, table).writeStream.format("text").option("path", options.path)
+    return df.writeStream.foreachBatch(BatchFiles(ctx.state_dir, table, options.path))
+
+
+class BatchFiles:
+    """A foreachBatch function: batch N's files become ``part-<sink>-<N>-<i><suffix>``. The
+    last batch moved into place is recorded in the sink's state; a batch at or before it is
+    not written again."""
+
+    def __init__(self, state_dir: Path, table: TableSpec, path: str) -> None:
+        self.table = table
+        self.root = Path(path)
+        self.committed_file = state_dir / "committed_batch"
+        # Names of this sink's own: two pipelines may write one directory.
+        self.sink_id = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:8]
+
+    def committed(self) -> int:
+        try:
+            return int(self.committed_file.read_text())
+        except FileNotFoundError:
+            return -1
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        if batch_id <= self.committed():
+            return
+        with batch_in_flight():
+            self._write(df, batch_id)
+
+    def _write(self, df: DataFrame, batch_id: int) -> None:
+        staging = self.root / STAGING_DIR / f"{self.sink_id}-{batch_id}"
+        shutil.rmtree(staging, ignore_errors=True)
+        if file_mode(self.table) == "parquet":
+            df.write.parquet(str(staging))
+        else:
+            encode(df, self.table).write.text(str(staging))
+        prefix = f"part-{self.sink_id}-{batch_id:010d}-"
+        # An attempt cut short may have moved some of its files: they go before these come.
+        for stale in self.root.glob(f"{prefix}*"):
+            stale.unlink()
+        written = sorted(p for p in staging.iterdir() if p.name.startswith("part-"))
+        for i, part in enumerate(written):
+            suffix = "".join(part.suffixes)
+            os.replace(part, self.root / f"{prefix}{i:05d}{suffix}")
+        _write_atomically(self.committed_file, str(batch_id))
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
