@@ -15,10 +15,10 @@ from arroyo.program.names import quote_name
 from arroyo.program.spec import ColumnSpec, FormatSpec, TableSpec, ViewSpec
 from arroyo.sql.planner.context import ViewShape
 from arroyo.sql.planner.diagnostics import ErrorCode, diagnostic, error
+from arroyo.sql.planner.event_time import EVENT_TIME_OPTIONS, event_time
 from arroyo.sql.planner.relations import HIDDEN
 from arroyo.sql.planner.rewriter import Rewriter
 from arroyo.sql.statements import CreateTable, Insert, OptionDecl
-from arroyo.sql.time import DurationError, interval_us
 from arroyo.sql.types import spark_type
 
 if TYPE_CHECKING:
@@ -128,14 +128,16 @@ def connector_table(ctx: PlanContext, stmt: CreateTable) -> TableSpec:
     connector_raw = {
         k: o.value
         for k, o in options.items()
-        if k not in _COMMON_OPTIONS and not (fmt and k.startswith(format_option_prefix(fmt.name)))
+        if k not in _COMMON_OPTIONS
+        and k not in EVENT_TIME_OPTIONS
+        and not (fmt and k.startswith(format_option_prefix(fmt.name)))
     }
     try:
         parsed = conn.parse_options(connector_raw)
     except ValidationError as err:
         raise _option_error(ctx, stmt, conn, err) from err
     columns = _table_columns(ctx, stmt, conn, parsed)
-    event_time, delay = _watermark(ctx, stmt, columns)
+    event_column, delay = event_time(ctx, stmt, columns, options)
     spec = TableSpec(
         name=stmt.name,
         connector=conn.name,
@@ -143,7 +145,7 @@ def connector_table(ctx: PlanContext, stmt: CreateTable) -> TableSpec:
         options=parsed.model_dump(exclude_none=True),
         columns=columns,
         format=fmt,
-        event_time_column=event_time,
+        event_time_column=event_column,
         watermark_delay_ms=delay,
         bounded=conn.bounded(parsed),
         primary_key=list(stmt.primary_key),
@@ -358,48 +360,6 @@ def _table_column(ctx: PlanContext, conn: Connector, decl: Any) -> ColumnSpec:
                 ctx.text.span(decl.offset),
             )
     return column
-
-
-def _watermark(
-    ctx: PlanContext, stmt: CreateTable, columns: list[ColumnSpec]
-) -> tuple[str | None, int]:
-    if stmt.watermark_column is None:
-        return None, 1000
-    span = ctx.text.span(stmt.watermark_offset)
-    col = next((c for c in columns if c.name == stmt.watermark_column), None)
-    if col is None:
-        raise error(
-            ErrorCode.UNKNOWN_COLUMN,
-            f"WATERMARK FOR names unknown column '{stmt.watermark_column}'",
-            span,
-        )
-    if col.spark_type != "TIMESTAMP":
-        raise error(
-            ErrorCode.BAD_WATERMARK,
-            f"WATERMARK FOR column '{col.name}' must be a TIMESTAMP",
-            span,
-        )
-    expr = stmt.watermark_expr
-    if expr is None:
-        return col.name, 1000
-    if isinstance(expr, exp.Paren):
-        expr = expr.this
-    if isinstance(expr, exp.Column) and expr.name == col.name:
-        return col.name, 0
-    if (
-        isinstance(expr, exp.Sub)
-        and isinstance(expr.this, exp.Column)
-        and expr.this.name == col.name
-    ):
-        try:
-            return col.name, interval_us(expr.expression) // 1000
-        except DurationError as err:
-            raise error(ErrorCode.BAD_WATERMARK, str(err), span) from err
-    raise error(
-        ErrorCode.BAD_WATERMARK,
-        f"WATERMARK expression must be '{col.name}' or '{col.name} - INTERVAL ...'",
-        span,
-    )
 
 
 def _to_spark_sql(node: exp.Expression) -> str:
