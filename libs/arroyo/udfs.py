@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from arroyo.errors import Diagnostic, PlanningError
+from arroyo.sql.functions import UdfSignature
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -91,9 +92,16 @@ class UdfLibrary:
     deps_dir: Path | None = None
 
     @property
-    def kinds(self) -> dict[str, bool]:
-        """Each UDF's name, and whether it is an aggregate."""
-        return {name: u.kind == "udaf" for name, u in self.udfs.items()}
+    def signatures(self) -> dict[str, UdfSignature]:
+        """Each UDF's name, and what a call of it needs: whether it is an aggregate, and the
+        types its arguments are cast to (a list argument's item type, for an aggregate)."""
+        return {
+            name: UdfSignature(
+                u.kind == "udaf",
+                tuple(a.spark[len("ARRAY<") : -1] if u.kind == "udaf" else a.spark for a in u.args),
+            )
+            for name, u in self.udfs.items()
+        }
 
 
 def annotation_type(annotation: Any) -> UdfType:

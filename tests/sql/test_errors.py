@@ -68,6 +68,14 @@ CASES = [
         48,
     ),
     (
+        "aggregate_without_window",
+        "CREATE VIEW w AS SELECT tumble(interval '1 minute') AS window, id, count(*) AS c "
+        "FROM src GROUP BY 1, 2;\nINSERT INTO out SELECT id, sum(c) FROM w GROUP BY id;",
+        "aggregate_without_window",
+        5,
+        None,
+    ),
+    (
         "hop_not_multiple",
         "INSERT INTO out SELECT count(*) FROM src "
         "GROUP BY hop(interval '7 seconds', interval '1 minute');",

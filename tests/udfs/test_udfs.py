@@ -130,6 +130,46 @@ def test_aggregate_udfs_per_window(
 
 
 @pytest.mark.spark
+def test_udf_arguments_are_cast_to_the_types_the_udf_declares(
+    spark: SparkSession, tmp_path: Path, library: UdfLibrary
+) -> None:
+    """A DECIMAL into an ``int`` argument and into an aggregate's ``list[float]`` reaches the
+    function as an int and floats, as Arroyo casts a UDF's arguments to its signature."""
+    rows = run(
+        spark,
+        tmp_path,
+        library,
+        "SELECT window.start AS start, spread, d "
+        "FROM (SELECT tumble(interval '1 minute') AS window, "
+        "spread(CAST(amount AS DECIMAL(10, 2))) AS spread, "
+        "max(double(CAST(id AS DECIMAL(20, 0)))) AS d FROM events GROUP BY window) AS t",
+    )
+    windows: dict[str, list[dict[str, Any]]] = {}
+    for e in EVENTS:
+        start = dt.datetime.fromisoformat(e["ts"]).replace(second=0).isoformat()
+        windows.setdefault(start, []).append(e)
+    got = {r["start"]: (r["spread"], r["d"]) for r in rows}
+    assert got.keys() == windows.keys()
+    for start, members in windows.items():
+        amounts = [m["amount"] for m in members]
+        assert got[start][0] == pytest.approx(max(amounts) - min(amounts))
+        assert got[start][1] == 2 * max(m["id"] for m in members)
+
+
+@pytest.mark.spark
+def test_a_udf_called_with_the_wrong_number_of_arguments_is_a_diagnostic(
+    spark: SparkSession, tmp_path: Path, library: UdfLibrary
+) -> None:
+    sql = SOURCE + "SELECT double(id, 2) FROM events;"
+    with pytest.raises(PlanningError) as caught:
+        spark_planner(spark, state_dir=tmp_path, udfs=library).plan(sql)
+    [diagnostic] = caught.value.diagnostics
+    assert diagnostic.code == "bad_function_call"
+    assert "UDF 'double' takes 1 argument(s) (BIGINT), but is given 2" in diagnostic.message
+    assert diagnostic.span is not None and diagnostic.span.column == 8, diagnostic.render()
+
+
+@pytest.mark.spark
 def test_a_raising_udf_fails_the_job_naming_it_and_the_input(
     spark: SparkSession, tmp_path: Path
 ) -> None:

@@ -30,8 +30,9 @@ from pyspark.sql.types import StringType
 
 from arroyo.connectors.base import LineWriter
 from arroyo.connectors.runtime.sinks import batch_in_flight, consume
-from arroyo.formats.codec import has_timestamps, json_text
+from arroyo.formats.codec import json_row
 from arroyo.program.names import quote_name
+from arroyo.program.spec import TableSpec
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS current (key TEXT PRIMARY KEY, row TEXT NOT NULL);
@@ -46,13 +47,14 @@ class Changelog:
         self,
         state_path: Path,
         writer: LineWriter,
-        columns: list[str],
+        sink: TableSpec,
         keys: list[str],
         keep: str | None,
     ) -> None:
         self.state_path = state_path
         self.writer = writer
-        self.columns = columns
+        self.sink = sink
+        self.columns = [c.name for c in sink.columns if c.physical]
         self.keys = keys
         self.keep = keep
 
@@ -105,10 +107,7 @@ class Changelog:
             # types) keep array()'s own widening, the encoding their stored state has.
             columns = [c.cast("string") for c in columns]
         key = F.to_json(F.array(*columns)) if self.keys else F.lit("[]")
-        row = json_text(
-            F.struct(*[F.col(quote_name(c)) for c in self.columns]),
-            has_timestamps(df.select(*[quote_name(c) for c in self.columns]).schema),
-        )
+        row = json_row(df, self.columns, self.sink)
         keep = F.coalesce(F.col(quote_name(self.keep)), F.lit(False)) if self.keep else F.lit(True)
         for k, r, qualifies in df.select(key, row, keep).toLocalIterator(prefetchPartitions=True):
             yield k, (r if qualifies else None)

@@ -228,7 +228,7 @@ class PipelineRunner:
             changelog = Changelog(
                 query_dir / "sink" / "changelog.sqlite",
                 conn.line_writer(context, sink, options),
-                [c.name for c in sink.columns if c.physical],
+                sink,
                 spec.key_columns,
                 spec.keep_column,
             )

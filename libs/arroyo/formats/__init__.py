@@ -40,6 +40,11 @@ class AvroOptions(FormatOptions):
     raw_datums: bool = False
 
 
+class DebeziumJsonOptions(JsonOptions):
+    # Arroyo writes a change record's timestamps as milliseconds since the epoch by default.
+    timestamp_format: Literal["rfc3339", "unix_millis"] = "unix_millis"
+
+
 class ProtobufOptions(FormatOptions):
     # A FileDescriptorSet (protoc --descriptor_set_out) and the message type in it.
     descriptor_file: str
@@ -53,7 +58,7 @@ class NoFormatOptions(FormatOptions):
 # Every format Arroyo tables may name, with the options model under its prefix.
 FORMATS: dict[str, type[FormatOptions]] = {
     "json": JsonOptions,
-    "debezium_json": JsonOptions,
+    "debezium_json": DebeziumJsonOptions,
     "raw_string": NoFormatOptions,
     "raw_bytes": NoFormatOptions,
     "parquet": NoFormatOptions,

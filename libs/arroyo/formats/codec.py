@@ -148,13 +148,34 @@ def _decode_avro(
     return apply_bad_data(out, table)
 
 
+def _change_record_schema(physical: list[ColumnSpec]) -> str:
+    """A change record's schema, its TIMESTAMP fields read as text (see ``_image_field``)."""
+    row = ", ".join(
+        f"`{c.name}` {'STRING' if c.spark_type == 'TIMESTAMP' else c.spark_type}" for c in physical
+    )
+    return f"before STRUCT<{row}>, after STRUCT<{row}>, op STRING, `{CORRUPT}` STRING"
+
+
+def _image_field(image: Column, col: ColumnSpec) -> Column:
+    """One column of a change record's row image. A TIMESTAMP given as a number is read as
+    Arroyo reads it, in nanoseconds since the epoch (its TIMESTAMP's unit), and as text
+    otherwise (Spark alone would read a number as seconds)."""
+    field = image.getField(col.name)
+    if col.spark_type != "TIMESTAMP":
+        return field.alias(col.name)
+    nanos = field.cast("DECIMAL(20,0)")
+    as_number = F.timestamp_micros(F.floor(nanos / 1000).cast("BIGINT"))
+    return (F.when(field.rlike("^-?[0-9]+$"), as_number).otherwise(field.cast("TIMESTAMP"))).alias(
+        col.name
+    )
+
+
 def _decode_debezium(
     df: DataFrame, table: TableSpec, physical: list[ColumnSpec], passthrough: list[str]
 ) -> DataFrame:
     """Change records in: ``c``/``r``/``u`` give the row after, ``d`` the row before with
     ``__arroyo_keep`` false (the row no longer exists)."""
-    row = ", ".join(f"`{c.name}` {c.spark_type}" for c in physical)
-    schema = f"before STRUCT<{row}>, after STRUCT<{row}>, op STRING, `{CORRUPT}` STRING"
+    schema = _change_record_schema(physical)
     text = F.col("value").cast("STRING")
     parsed = F.from_json(
         text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
@@ -163,7 +184,7 @@ def _decode_debezium(
     op = F.col("_parsed.op")
     deleted = op == "d"
     image = F.when(deleted, F.col("_parsed.before")).otherwise(F.col("_parsed.after"))
-    selected = [image.getField(c.name).alias(c.name) for c in physical]
+    selected = [_image_field(image, c) for c in physical]
     bad = (
         F.col("_parsed").isNull()
         | F.col(f"_parsed.`{CORRUPT}`").isNotNull()
@@ -184,8 +205,7 @@ def _decode_signed(
     """Change records as signed rows, for aggregates that retract: ``c``/``r`` add the row after
     (+1), ``d`` takes the row before away (-1), ``u`` does both. An update without its before
     image cannot be retracted, so it is bad data here."""
-    row = ", ".join(f"`{c.name}` {c.spark_type}" for c in physical)
-    schema = f"before STRUCT<{row}>, after STRUCT<{row}>, op STRING, `{CORRUPT}` STRING"
+    schema = _change_record_schema(physical)
     text = F.col("value").cast("STRING")
     parsed = F.from_json(
         text, schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
@@ -214,7 +234,7 @@ def _decode_signed(
         # The second change exists for updates only (the end-of-input marker keeps its first).
         .filter((F.col("_position") == 0) | (op == "u"))
     )
-    selected = [image.getField(c.name).alias(c.name) for c in physical]
+    selected = [_image_field(image, c) for c in physical]
     sign = F.col("_change.sign").alias(SIGN)
     out = out.select(*selected, sign, (bad & ~F.col("_eoi")).alias("_bad"), "_raw", *passthrough)
     return apply_bad_data(out, table)
@@ -351,6 +371,14 @@ def has_timestamps(data_type: DataType) -> bool:
     if isinstance(data_type, MapType):
         return has_timestamps(data_type.keyType) or has_timestamps(data_type.valueType)
     return False
+
+
+def json_row(df: DataFrame, columns: Sequence[str], table: TableSpec) -> Column:
+    """Each row's ``columns`` as one JSON object, as ``table``'s JSON format writes a row
+    (its timestamps as its ``json.timestamp_format`` says)."""
+    opts = _json_options(table)
+    fields = [_json_field(df, name, opts) for name in columns]
+    return json_text(F.struct(*fields), has_timestamps(df.select(*fields).schema))
 
 
 def _json_field(df: DataFrame, name: str, opts: JsonOptions) -> Column:

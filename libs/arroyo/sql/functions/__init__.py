@@ -11,6 +11,7 @@ scalars). docs/functions.md lists every function and what becomes of it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from sqlglot import exp
 
@@ -18,7 +19,7 @@ from arroyo.sql.functions import aggregates, arrays, json, maths, other, regex, 
 from arroyo.sql.functions.core import TRANSLATED, Call, Context, FunctionError, Rewrite, merge
 from arroyo.sql.functions.inference import Types
 
-__all__ = ["FunctionError", "translate", "udf_function_name"]
+__all__ = ["FunctionError", "UdfSignature", "translate", "udf_function_name"]
 
 REWRITES: dict[str, Rewrite] = merge(
     json.REWRITES,
@@ -73,6 +74,16 @@ _NODES: dict[type[exp.Expr], tuple[str, tuple[str, ...]]] = {
 }
 
 
+@dataclass(frozen=True)
+class UdfSignature:
+    """What a call of a Python UDF needs from its declaration: whether it is an aggregate, and
+    the Spark type of each argument (of each list item, for an aggregate), which every call
+    casts its arguments to, as Arroyo does."""
+
+    aggregate: bool
+    args: tuple[str, ...]
+
+
 def udf_function_name(name: str) -> str:
     """The name a Python UDF is registered under in Spark."""
     return f"__udf_{name}"
@@ -81,17 +92,18 @@ def udf_function_name(name: str) -> str:
 def translate(
     root: exp.Expr,
     event_time: Callable[[], exp.Expr],
-    udfs: dict[str, bool] | None = None,
+    udfs: Mapping[str, UdfSignature] | None = None,
     columns: Mapping[str, Mapping[str, str]] | None = None,
 ) -> None:
     """Rewrite, in place, every call under ``root`` that Spark spells or computes differently.
 
     ``event_time`` gives the expression of the row's event time (for ``row_time()``);
-    ``udfs`` maps the names of Python UDFs to whether each is an aggregate. A call ``f(x)`` becomes
-    the registered ``__udf_f(x)`` (so that no Spark built-in can shadow a UDF), and an aggregate's
-    ``f(x, y)`` becomes ``__udf_f(collect_list(struct(x, y)))`` (``collect_list(x)`` for one
-    argument). ``columns`` maps the aliases of the query's relations to their columns and Spark
-    types, for the functions whose answer depends on a type (see ``inference``).
+    ``udfs`` maps the names of Python UDFs to their signatures. A call ``f(x)`` becomes the
+    registered ``__udf_f(CAST(x AS t))`` (so that no Spark built-in can shadow a UDF, and the
+    function gets the type it declares), and an aggregate's ``f(x, y)`` becomes
+    ``__udf_f(collect_list(struct(x, y)))`` (``collect_list(x)`` for one argument), each cast.
+    ``columns`` maps the aliases of the query's relations to their columns and Spark types,
+    for the functions whose answer depends on a type (see ``inference``).
 
     Calls are rewritten innermost first; a rewritten expression is not rewritten again, so
     translating a tree twice changes nothing."""
@@ -111,13 +123,11 @@ def translate(
         node.replace(replacement)
 
 
-def _rewrite(node: exp.Expr, context: Context, udfs: dict[str, bool] | None) -> exp.Expr | None:
+def _rewrite(
+    node: exp.Expr, context: Context, udfs: Mapping[str, UdfSignature] | None
+) -> exp.Expr | None:
     if isinstance(node, exp.Anonymous) and udfs and node.name in udfs:
-        args = [a.copy() for a in node.expressions]
-        if udfs[node.name]:
-            listed = args[0] if len(args) == 1 else exp.Anonymous(this="struct", expressions=args)
-            args = [exp.ArrayAgg(this=listed)]
-        return exp.Anonymous(this=udf_function_name(node.name), expressions=args)
+        return _udf_call(node, udfs[node.name])
     special = _SPECIAL.get(type(node))
     if special is not None:
         return special(node, context)
@@ -126,6 +136,25 @@ def _rewrite(node: exp.Expr, context: Context, udfs: dict[str, bool] | None) -> 
         return None
     rewrite = REWRITES.get(call.name)
     return rewrite(call) if rewrite is not None else None
+
+
+def _udf_call(node: exp.Anonymous, signature: UdfSignature) -> exp.Expr:
+    given = list(node.expressions)
+    if len(given) != len(signature.args):
+        declared = ", ".join(signature.args) or "nothing"
+        raise FunctionError(
+            f"UDF '{node.name}' takes {len(signature.args)} argument(s) ({declared}), "
+            f"but is given {len(given)}",
+            node,
+        )
+    args: list[exp.Expr] = [
+        exp.Cast(this=a.copy(), to=exp.DataType.build(t, dialect="spark"))
+        for a, t in zip(given, signature.args, strict=True)
+    ]
+    if signature.aggregate:
+        listed = args[0] if len(args) == 1 else exp.Anonymous(this="struct", expressions=args)
+        args = [exp.ArrayAgg(this=listed)]
+    return exp.Anonymous(this=udf_function_name(node.name), expressions=args)
 
 
 def _call_of(node: exp.Expr, context: Context) -> Call | None:

@@ -84,6 +84,10 @@ class ErrorCode(enum.StrEnum):
     BAD_HOP = "bad_hop", "a hop whose width is not a multiple of its slide"
     WINDOW_OUTSIDE_GROUP_BY = "window_outside_group_by", "a window call outside GROUP BY"
     MISMATCHED_WINDOWS = "mismatched_windows", "two different windows in one query"
+    AGGREGATE_WITHOUT_WINDOW = (
+        "aggregate_without_window",
+        "an aggregate over windowed input that neither groups by its window nor windows again",
+    )
 
     # -- window functions (ROW_NUMBER and the like) ------------------------------------------
     WINDOW_FUNCTION_INPUT = (

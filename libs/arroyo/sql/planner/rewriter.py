@@ -162,11 +162,12 @@ class Rewriter:
                 raise
             relations = self._relations(select)
         expand_stars(ctx, select, relations)
+        joins.name_shared_window(select, relations)
         try:
             translate(
                 select,
                 lambda: event_time(relations),
-                ctx.udfs.kinds if ctx.udfs else None,
+                ctx.udfs.signatures if ctx.udfs else None,
                 {r.alias: dict(r.columns) for r in relations},
             )
         except FunctionError as err:
@@ -280,6 +281,8 @@ def _windowed_aggregate(rewriter: Rewriter, query: SelectQuery) -> Planned | Non
     if window is None:
         window = windows.grouped_input_window(select, relations)
     if window is None:
+        if query.is_aggregate:
+            windows.refuse_aggregate_without_window(ctx, select, relations)
         return None
     return windows.windowed_aggregate(ctx, select, window)
 

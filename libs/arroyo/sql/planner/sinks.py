@@ -95,7 +95,7 @@ def sink_query(ctx: PlanContext, name: str, writes: SinkWrites) -> SinkQuery:
                 ctx.text.span(offset),
             )
         casts = ", ".join(
-            f"CAST(`{f.name}` AS {c.spark_type}) AS `{c.name}`"
+            f"CAST({quote_name(f.name)} AS {c.spark_type}) AS {quote_name(c.name)}"
             for f, c in zip(fields, writable, strict=True)
         )
         casts += "".join(f", `{n}`" for n in (KEEP, TOUCHED) if n in schema.fieldNames())

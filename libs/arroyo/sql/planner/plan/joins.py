@@ -1,8 +1,9 @@
 """Joins of streams without windows, and of streams with lookup tables: what Spark can run
 of them, and the bounds on event time that let Spark drop a join's state.
 
-Joins of windowed inputs on their windows need nothing here: Spark joins them as they are
-(and optimize.window_local may run them per micro-batch).
+Joins of windowed inputs on their windows need little here: Spark joins them as they are (and
+optimize.window_local may run them per micro-batch); ``name_shared_window`` lets the query name
+their one window as Arroyo's users do.
 """
 
 from __future__ import annotations
@@ -207,3 +208,38 @@ def _joined(select: exp.Select, relations: list[Relation]) -> list[tuple[exp.Joi
         joined.append((join, rel, streaming))
         streaming = streaming or not rel.static
     return joined
+
+
+def name_shared_window(select: exp.Select, relations: list[Relation]) -> None:
+    """Inputs windowed the same way and joined meet only within one window, as in Arroyo, so
+    an unqualified ``window`` (or ``window.start``) names that one window where Spark would
+    call it ambiguous: the first input's for an inner join, the first that is present for an
+    outer one."""
+    windowed = [r for r in relations if r.window is not None]
+    if len(windowed) < 2 or any(r.window != windowed[0].window for r in windowed):
+        return
+    assert windowed[0].window is not None
+    name = windowed[0].window[0]
+    aliases = {r.alias for r in relations}
+    if name in aliases:
+        return
+    outer = any(j.side for j in select.args.get("joins") or [])
+    shared: exp.Expression = (
+        exp.Coalesce(
+            this=exp.column(name, table=windowed[0].alias),
+            expressions=[exp.column(name, table=r.alias) for r in windowed[1:]],
+        )
+        if outer
+        else exp.column(name, table=windowed[0].alias)
+    )
+    for col in list(select.find_all(exp.Column)):
+        if col.find_ancestor(exp.Select) is not select or col.args.get("db"):
+            continue
+        if not col.table and col.name == name:
+            col.replace(shared.copy())
+        elif col.table == name:
+            field = exp.to_identifier(col.name)
+            if isinstance(shared, exp.Column):
+                col.replace(exp.column(field, table=name, db=windowed[0].alias))
+            else:
+                col.replace(exp.Dot(this=shared.copy(), expression=field))

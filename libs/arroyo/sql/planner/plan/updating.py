@@ -27,6 +27,7 @@ def updating_aggregate(ctx: PlanContext, select: exp.Select, relations: list[Rel
     input arrives. The keys are the selected non-aggregate columns."""
     if sum(not r.static for r in relations) > 1:
         relations = [stage_join(ctx, select, relations)]
+    _name_keys(select)
     keys = [
         p.alias_or_name
         for p in select.expressions
@@ -55,6 +56,16 @@ def updating_aggregate(ctx: PlanContext, select: exp.Select, relations: list[Rel
         touched = exp.Max(this=exp.column(TOUCHED, table=alias))
         select.append("expressions", exp.alias_(touched, TOUCHED))
     return Planned(select, None, keys)
+
+
+def _name_keys(select: exp.Select) -> None:
+    """Name each key the query leaves unnamed (``SELECT counter % 5, count(*) ... GROUP BY
+    1``), whose name Spark makes up, by its text, so that the engine can find it in the
+    result; a sink takes columns by position, so the name reaches no declared sink."""
+    for p in list(select.expressions):
+        named = isinstance(p, exp.Alias | exp.Column | exp.Dot | exp.Star)
+        if not named and not has_aggregate(p) and not p.meta.get(RANKED_ROWS):
+            p.replace(exp.alias_(p.copy(), p.sql(dialect="spark").replace("`", ""), quoted=True))
 
 
 def changelog_aggregate(

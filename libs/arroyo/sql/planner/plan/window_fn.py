@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from arroyo.program.names import EVENT_TIME
 from arroyo.program.spec import ViewSpec
 from arroyo.sql.planner.context import ViewShape
 from arroyo.sql.planner.diagnostics import ErrorCode, error, span_of
@@ -205,6 +206,11 @@ def per_window_ranking(
                 f"column: PARTITION BY {window_column}",
                 span_of(ctx.text, w) or span,
             )
+        if w.args.get("order") is None:
+            # Arroyo numbers a window's rows as they arrive when no ORDER BY is given; Spark
+            # needs an order, and every row of a window has the same event time.
+            time = exp.column(EVENT_TIME, table=relation.alias)
+            w.set("order", exp.Order(expressions=[exp.Ordered(this=time)]))
     from_ = from_clause(select)
     assert from_ is not None
     source = from_.this

@@ -68,7 +68,39 @@ def rewrite_windows(
         replacement = spec.spark_call(event_time(relations))
     for node, _ in found:
         node.replace(replacement.copy())
+    if spec.kind == "session" and input_window is None:
+        _key_global_session(select, replacement, event_time(relations))
     return replacement, spec
+
+
+def _key_global_session(select: exp.Select, window: exp.Expression, time: exp.Expression) -> None:
+    """A session window with no other key is one session stream for all rows, as in Arroyo;
+    Spark refuses a streaming session window without a key (and drops a literal one), so
+    the rows are grouped by a key every row has the same value of, computed from the row."""
+    group = select.args["group"]
+    if any(resolve_group_item(select, g) != window for g in group.expressions):
+        return
+    constant = exp.Mul(
+        this=exp.Cast(this=time.copy(), to=exp.DataType.build("BIGINT")),
+        expression=exp.Literal.number(0),
+    )
+    group.append("expressions", constant)
+
+
+def refuse_aggregate_without_window(
+    ctx: PlanContext, select: exp.Select, relations: list[Relation]
+) -> None:
+    """An aggregate over windowed input must keep the window (group by it) or window again,
+    as Arroyo requires: dropping it would turn closed windows into a result that changes."""
+    for rel in relations:
+        if rel.window is not None:
+            name = rel.window[0]
+            raise error(
+                ErrorCode.AGGREGATE_WITHOUT_WINDOW,
+                f"'{rel.alias}' is windowed (column '{name}'): an aggregate over it must group "
+                f"by '{name}' too, or window again with tumble(), hop() or session()",
+                span_of(ctx.text, select),
+            )
 
 
 def _window_spec(ctx: PlanContext, node: exp.Anonymous, kind: str) -> WindowSpec:
