@@ -27,6 +27,7 @@ def _harness(*args: str) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
 
 
+@pytest.mark.slow
 def test_throughput_figures_for_each_engine(tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
     events = 300_000
@@ -48,6 +49,7 @@ def test_throughput_figures_for_each_engine(tmp_path: Path) -> None:
             assert f["peak_rss_mb"] > 100  # a JVM at least
 
 
+@pytest.mark.slow
 def test_a_pipeline_of_stages_is_measured_until_its_last_stage_is_read(tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
     events = 200_000

@@ -77,6 +77,7 @@ def test_run_bounded_query_prints_rows_and_exits() -> None:
     assert rows == [{"w": "ALPHA"}] * 3
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 def test_run_with_udfs_and_validate_refuses_a_bad_udf_file(tmp_path: Path) -> None:
     udfs = Path(__file__).parents[1] / "udfs" / "example_udfs.py"
@@ -128,6 +129,7 @@ def test_sigint_stops_with_checkpoint_and_run_resumes(tmp_path: Path) -> None:
     assert seen == list(range(len(seen))), "output lost or repeated across the restart"
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 def test_run_real_time_refuses_a_window_naming_the_sink(tmp_path: Path) -> None:
     query = tmp_path / "q.sql"

@@ -51,6 +51,7 @@ def _run(spark: SparkSession, tmp: Path, seconds: float) -> list[Any]:
     return [batches[k] for k in sorted(batches)]
 
 
+@pytest.mark.slow
 def test_events_are_read_at_their_event_time_and_resume_exactly(
     spark: SparkSession, tmp_path: Path
 ) -> None:

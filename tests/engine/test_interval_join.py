@@ -87,6 +87,7 @@ def test_keys_of_different_types_are_left_to_spark(spark: SparkSession, tmp_path
     assert not [v for v in program.views if v.interval_join is not None]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("resume_part_way", [False, True])
 def test_the_pairs_are_those_of_the_batch_join(
     spark: SparkSession, tmp_path: Path, resume_part_way: bool
@@ -105,6 +106,7 @@ def test_the_pairs_are_those_of_the_batch_join(
     assert _got(out) == expected
 
 
+@pytest.mark.slow
 def test_rows_leave_the_state_as_the_watermark_passes_them(
     spark: SparkSession, tmp_path: Path, counted_state: None
 ) -> None:
@@ -142,6 +144,7 @@ def test_rows_leave_the_state_as_the_watermark_passes_them(
     assert bounded <= 10
 
 
+@pytest.mark.slow
 def test_a_view_over_a_joins_aggregate_feeds_two_sinks(spark: SparkSession, tmp_path: Path) -> None:
     """The join runs in the aggregate's own query, so each sink reading the view runs its
     own (a stage between them could be read by one query only)."""
@@ -164,6 +167,7 @@ def test_a_view_over_a_joins_aggregate_feeds_two_sinks(spark: SparkSession, tmp_
     assert len(_got(other)) < len(expected)
 
 
+@pytest.mark.slow
 def test_a_join_into_a_sink_filters_each_input_before_the_join(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -225,6 +229,7 @@ GROUP BY a.order_id
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("resume_part_way", [False, True])
 def test_a_self_join_reads_its_input_once(
     spark: SparkSession, tmp_path: Path, resume_part_way: bool

@@ -48,6 +48,7 @@ def _peak_state_rows(spark: SparkSession, tmp_path: Path, condition: str) -> tup
     return max(peaks), len(read_output(out))
 
 
+@pytest.mark.slow
 def test_a_time_bounded_join_drops_rows_the_watermark_has_passed(
     spark: SparkSession, tmp_path: Path, counted_state: None
 ) -> None:
@@ -62,6 +63,7 @@ def test_a_time_bounded_join_drops_rows_the_watermark_has_passed(
     assert bounded <= 10
 
 
+@pytest.mark.slow
 def test_q9_with_its_bids_dropped_as_the_watermark_passes_equals_the_batch_answer(
     spark: SparkSession, tmp_path: Path
 ) -> None:

@@ -62,6 +62,7 @@ def _stage_root(state: Path) -> Path:
     return stage_data_dir(table)
 
 
+@pytest.mark.slow
 def test_a_finished_run_leaves_no_stage_rows_behind(spark: SparkSession, tmp_path: Path) -> None:
     out, state = tmp_path / "out.json", tmp_path / "state"
     program = spark_planner(spark, state_dir=state).plan(JOIN_COUNT.replace("$out", str(out)))
