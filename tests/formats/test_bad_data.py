@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -50,3 +51,37 @@ def test_bad_data_drop_skips_and_counts(spark: SparkSession, tmp_path: Path) -> 
     )
     assert ids == [i for i in range(20) if i not in (4, 11, 15)]
     assert runner.progress.dropped_bad_records == 3
+
+
+@pytest.mark.spark
+def test_a_change_record_whose_time_is_no_time_is_bad_data(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A debezium record's TIMESTAMP is a number (nanoseconds, as Arroyo reads it) or text; a
+    value that is neither, or a number too large for the type, is bad data, not a failed job."""
+    records = tmp_path / "changes.json"
+    records.write_text(
+        '{"before": null, "after": {"id": 1, "at": 1734539354748899000}, "op": "c"}\n'
+        '{"before": null, "after": {"id": 2, "at": "yesterday"}, "op": "c"}\n'
+        '{"before": null, "after": {"id": 3, "at": "2024-12-18T16:29:14"}, "op": "c"}\n'
+        '{"before": null, "after": {"id": 4, "at": 123456789012345678901234}, "op": "c"}\n'
+        '{"before": null, "after": {"id": 5, "at": null}, "op": "c"}\n'
+    )
+    sql = (
+        "CREATE TABLE src (id BIGINT NOT NULL PRIMARY KEY, at TIMESTAMP) WITH (connector = "
+        f"'single_file', path = '{records}', format = 'debezium_json', bad_data = 'drop', "
+        "type = 'source');\n"
+        f"CREATE TABLE o WITH (connector = 'single_file', path = '{tmp_path}/o.json', "
+        "format = 'debezium_json', type = 'sink');\nINSERT INTO o SELECT id, at FROM src;"
+    )
+    program = spark_planner(spark, state_dir=tmp_path).plan(sql)
+    runner = PipelineRunner(spark, program, tmp_path / "state")
+    runner.start()
+    assert runner.wait(timeout=120)
+    rows = [json.loads(line)["after"] for line in (tmp_path / "o.json").read_text().splitlines()]
+    assert sorted((r["id"], r["at"]) for r in rows) == [
+        (1, 1734539354748),
+        (3, 1734539354000),
+        (5, None),
+    ]
+    assert runner.progress.dropped_bad_records == 2

@@ -72,6 +72,14 @@ _PARSED = "CAST(ts AS TIMESTAMP)"
             "t",
             0,
         ),
+        # Names as Spark reads them: case-insensitive, quoted or not.
+        (
+            f'"Stamp" TIMESTAMP GENERATED ALWAYS AS ({_PARSED}), '
+            "WATERMARK FOR \"Stamp\" AS STAMP - INTERVAL '4' SECOND",
+            "",
+            "Stamp",
+            4000,
+        ),
         # WATERMARK FOR wins over the options, as in Arroyo.
         (
             f"t TIMESTAMP GENERATED ALWAYS AS ({_PARSED}), u TIMESTAMP GENERATED ALWAYS AS "
@@ -119,7 +127,7 @@ def test_event_time_and_watermark_are_taken_as_declared(
             f"t TIMESTAMP GENERATED ALWAYS AS ({_PARSED}), WATERMARK FOR t AS t - id",
             "",
             "bad_watermark",
-            "",
+            "expected an interval, found 'id'",
         ),
         ("amount DOUBLE", "idle_micros = 'soon'", "bad_option", "idle_micros"),
         ("amount DOUBLE", "idle_time = '5 fortnights'", "bad_option", "idle_time"),

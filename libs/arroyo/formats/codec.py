@@ -159,15 +159,26 @@ def _change_record_schema(physical: list[ColumnSpec]) -> str:
 def _image_field(image: Column, col: ColumnSpec) -> Column:
     """One column of a change record's row image. A TIMESTAMP given as a number is read as
     Arroyo reads it, in nanoseconds since the epoch (its TIMESTAMP's unit), and as text
-    otherwise (Spark alone would read a number as seconds)."""
+    otherwise (Spark alone would read a number as seconds); one that is neither is NULL here
+    and bad data (``_unreadable_times``)."""
     field = image.getField(col.name)
     if col.spark_type != "TIMESTAMP":
         return field.alias(col.name)
-    nanos = field.cast("DECIMAL(20,0)")
+    nanos = field.try_cast("DECIMAL(20,0)")
     as_number = F.timestamp_micros(F.floor(nanos / 1000).cast("BIGINT"))
-    return (F.when(field.rlike("^-?[0-9]+$"), as_number).otherwise(field.cast("TIMESTAMP"))).alias(
-        col.name
-    )
+    return (
+        F.when(field.rlike("^-?[0-9]{1,20}$"), as_number).otherwise(field.try_cast("TIMESTAMP"))
+    ).alias(col.name)
+
+
+def _unreadable_times(image: Column, physical: list[ColumnSpec]) -> Column:
+    """Whether a TIMESTAMP field of the image is given but is no time."""
+    bad = F.lit(False)
+    for col in physical:
+        if col.spark_type == "TIMESTAMP":
+            given = image.getField(col.name)
+            bad = bad | (given.isNotNull() & _image_field(image, col).isNull())
+    return bad
 
 
 def _decode_debezium(
@@ -190,6 +201,7 @@ def _decode_debezium(
         | F.col(f"_parsed.`{CORRUPT}`").isNotNull()
         | ~F.coalesce(op.isin("c", "r", "u", "d"), F.lit(False))
         | image.isNull()
+        | _unreadable_times(image, physical)
     )
     for key in table.primary_key:
         bad = bad | image.getField(key).isNull()
@@ -225,6 +237,7 @@ def _decode_signed(
         | F.col(f"_parsed.`{CORRUPT}`").isNotNull()
         | ~F.coalesce(op.isin("c", "r", "u", "d"), F.lit(False))
         | image.isNull()
+        | _unreadable_times(image, physical)
     )
     for key in table.primary_key:
         bad = bad | image.getField(key).isNull()

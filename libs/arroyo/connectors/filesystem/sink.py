@@ -5,9 +5,9 @@ attempt cut short left instead of adding to it."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
+import uuid
 from pathlib import Path
 
 from pyspark.sql import DataFrame
@@ -16,7 +16,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 from arroyo.connectors.base import WriteContext
 from arroyo.connectors.filesystem.options import FilesystemOptions
 from arroyo.connectors.runtime.file_tables import file_mode
-from arroyo.connectors.runtime.sinks import batch_in_flight
+from arroyo.connectors.runtime.sinks import batch_in_flight, consume
 from arroyo.formats.codec import encode
 from arroyo.program.spec import TableSpec
 
@@ -39,8 +39,17 @@ class BatchFiles:
         self.table = table
         self.root = Path(path)
         self.committed_file = state_dir / "committed_batch"
-        # Names of this sink's own: two pipelines may write one directory.
-        self.sink_id = hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:8]
+        self.id_file = state_dir / "sink_id"
+
+    @property
+    def sink_id(self) -> str:
+        """Names of this sink's own (two pipelines may write one directory), kept in its
+        state: a pipeline restored elsewhere names its files as before."""
+        try:
+            return self.id_file.read_text().strip()
+        except FileNotFoundError:
+            _write_atomically(self.id_file, uuid.uuid4().hex[:12])
+            return self.id_file.read_text().strip()
 
     def committed(self) -> int:
         try:
@@ -49,28 +58,44 @@ class BatchFiles:
             return -1
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        if batch_id <= self.committed():
-            return
         with batch_in_flight():
+            if batch_id <= self.committed():
+                # Run all the same: a stateful query's batch must run to its end.
+                consume(df)
+                return
             self._write(df, batch_id)
 
     def _write(self, df: DataFrame, batch_id: int) -> None:
-        staging = self.root / STAGING_DIR / f"{self.sink_id}-{batch_id}"
+        sink_id = self.sink_id
+        staging = self.root / STAGING_DIR / f"{sink_id}-{batch_id}"
         shutil.rmtree(staging, ignore_errors=True)
-        if file_mode(self.table) == "parquet":
+        parquet = file_mode(self.table) == "parquet"
+        if parquet:
             df.write.parquet(str(staging))
         else:
             encode(df, self.table).write.text(str(staging))
-        prefix = f"part-{self.sink_id}-{batch_id:010d}-"
+        prefix = f"part-{sink_id}-{batch_id:010d}-"
         # An attempt cut short may have moved some of its files: they go before these come.
         for stale in self.root.glob(f"{prefix}*"):
             stale.unlink()
-        written = sorted(p for p in staging.iterdir() if p.name.startswith("part-"))
+        written = sorted(
+            p for p in staging.iterdir() if p.name.startswith("part-") and _has_rows(p, parquet)
+        )
         for i, part in enumerate(written):
             suffix = "".join(part.suffixes)
             os.replace(part, self.root / f"{prefix}{i:05d}{suffix}")
         _write_atomically(self.committed_file, str(batch_id))
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _has_rows(part: Path, parquet: bool) -> bool:
+    """Whether a written file holds rows: a batch without rows (the watermark moved, nothing
+    arrived) leaves no file behind."""
+    if not parquet:
+        return part.stat().st_size > 0
+    import pyarrow.parquet as pq
+
+    return bool(pq.read_metadata(part).num_rows)
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -37,7 +37,7 @@ def event_time(
     watermark's delay behind it, in milliseconds. WATERMARK FOR wins over the options, as in
     Arroyo; both are checked."""
     check_idleness(ctx, options)
-    generated = {c.name: g for c in stmt.columns if (g := c.generated) is not None}
+    generated = {c.name.lower(): g for c in stmt.columns if (g := c.generated) is not None}
     found: tuple[str | None, int] = (None, DEFAULT_DELAY_MS)
     if "event_time_field" in options:
         decl = options["event_time_field"]
@@ -151,17 +151,24 @@ def _delay_ms(
 
 def _expanded(node: exp.Expression, generated: dict[str, exp.Expression]) -> exp.Expression:
     """``node`` with each virtual column written as its expression (and the virtual columns
-    that one names, and so on: a cycle stops at its second visit), without parentheses."""
+    that one names, and so on: a cycle stops at its second visit), without parentheses, its
+    names in lower case and unquoted."""
 
     def expand(n: exp.Expression, seen: frozenset[str]) -> exp.Expression:
-        if isinstance(n, exp.Column) and not n.table and n.name in generated:
-            if n.name in seen:
+        name = n.name.lower() if isinstance(n, exp.Column) and not n.table else None
+        if name is not None and name in generated:
+            if name in seen:
                 return n
-            inner = generated[n.name].copy()
-            return _unwrapped(inner.transform(expand, seen | {n.name}, copy=False))
+            inner = generated[name].copy()
+            return _unwrapped(inner.transform(expand, seen | {name}, copy=False))
         return n
 
-    return _unwrapped(node.copy().transform(expand, frozenset(), copy=False))
+    expanded = _unwrapped(node.copy().transform(expand, frozenset(), copy=False))
+    # Spark's names are case-insensitive, quoted or not: compare them as such.
+    return expanded.transform(
+        lambda n: exp.to_identifier(n.name.lower()) if isinstance(n, exp.Identifier) else n,
+        copy=False,
+    )
 
 
 def _unwrapped(node: exp.Expression) -> exp.Expression:

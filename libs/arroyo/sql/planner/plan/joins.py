@@ -212,34 +212,22 @@ def _joined(select: exp.Select, relations: list[Relation]) -> list[tuple[exp.Joi
 
 def name_shared_window(select: exp.Select, relations: list[Relation]) -> None:
     """Inputs windowed the same way and joined meet only within one window, as in Arroyo, so
-    an unqualified ``window`` (or ``window.start``) names that one window where Spark would
-    call it ambiguous: the first input's for an inner join, the first that is present for an
-    outer one."""
+    in an inner join an unqualified ``window`` (or ``window.start``) names that one window,
+    the first input's, where Spark would call it ambiguous. (In an outer join either side's
+    may be missing: the query names the one it means.)"""
     windowed = [r for r in relations if r.window is not None]
     if len(windowed) < 2 or any(r.window != windowed[0].window for r in windowed):
         return
-    assert windowed[0].window is not None
-    name = windowed[0].window[0]
-    aliases = {r.alias for r in relations}
-    if name in aliases:
+    if any(j.side or j.kind not in ("", "INNER") for j in select.args.get("joins") or []):
         return
-    outer = any(j.side for j in select.args.get("joins") or [])
-    shared: exp.Expression = (
-        exp.Coalesce(
-            this=exp.column(name, table=windowed[0].alias),
-            expressions=[exp.column(name, table=r.alias) for r in windowed[1:]],
-        )
-        if outer
-        else exp.column(name, table=windowed[0].alias)
-    )
+    assert windowed[0].window is not None
+    name, first = windowed[0].window[0], windowed[0].alias
+    if name in {r.alias for r in relations}:
+        return
     for col in list(select.find_all(exp.Column)):
         if col.find_ancestor(exp.Select) is not select or col.args.get("db"):
             continue
         if not col.table and col.name == name:
-            col.replace(shared.copy())
+            col.set("table", exp.to_identifier(first))
         elif col.table == name:
-            field = exp.to_identifier(col.name)
-            if isinstance(shared, exp.Column):
-                col.replace(exp.column(field, table=name, db=windowed[0].alias))
-            else:
-                col.replace(exp.Dot(this=shared.copy(), expression=field))
+            col.replace(exp.column(exp.to_identifier(col.name), table=name, db=first))
