@@ -35,6 +35,7 @@ import pytest
 from arroyo.connectors import CONNECTORS, INTERNAL, AnyConnector, Connector, WriteContext
 from arroyo.connectors.base import LineWriter, table_state_dir
 from arroyo.program.spec import ColumnSpec, FormatSpec, TableSpec
+from tests.connectors.checkpoints import committed_batches, forget_commit, query_checkpoint
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -390,23 +391,13 @@ def _expected(conn: AnyConnector, sink: TableSpec) -> Callable[[list[dict[str, A
 
 
 def _forget_commits(state: Path) -> int:
-    """Leave the pipeline's checkpoint as a crash after the sink wrote its last committed batch
-    of events and before Spark recorded the commit would: that batch's commit is gone, and so
-    is every batch Spark planned or ran after it (end-of-input batches, had the run got that
-    far). The batch is replayed on restart; returns its id."""
-    [checkpoint] = (state / "queries").glob("*/checkpoint")
-
-    def remove(path: Path) -> None:
-        path.unlink()
-        path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
-
-    commits = [int(p.name) for p in (checkpoint / "commits").glob("[0-9]*")]
+    """A crash after the sink wrote the last batch of events the first run committed (not an
+    end-of-input batch) and before Spark recorded that commit; returns the batch's id."""
+    checkpoint = query_checkpoint(state)
+    commits = committed_batches(checkpoint)
     assert commits, "the first run committed no batch"
     replayed = min(max(commits), _ROWS // _ROWS_PER_BATCH - 1)
-    for log in ("commits", "offsets"):
-        for path in (checkpoint / log).glob("[0-9]*"):
-            if int(path.name) > replayed or (log == "commits" and int(path.name) == replayed):
-                remove(path)
+    forget_commit(checkpoint, replayed)
     return replayed
 
 
@@ -446,7 +437,7 @@ def test_a_replayed_batch_is_written_once(
     second = PipelineRunner(spark, program, state, max_records_per_batch=_ROWS_PER_BATCH)
     second.start()
     assert second.wait(timeout=_DEADLINE_S), "the resumed run did not finish"
-    [checkpoint] = (state / "queries").glob("*/checkpoint")
+    checkpoint = query_checkpoint(state)
     assert (checkpoint / "commits" / str(replayed)).exists(), "the batch was not run again"
     _expected(conn, program.queries[0].sink)(sink.read())
 

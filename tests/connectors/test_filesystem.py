@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 
 from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
+from tests.connectors.checkpoints import committed_batches, forget_commit, query_checkpoint
 
 _SQL = """CREATE TABLE src WITH (connector = 'impulse', event_rate = '1000',
     message_count = '60', event_time_interval = '1 second');
@@ -46,16 +47,10 @@ def test_a_placed_batch_replayed_by_a_stateful_query_is_not_placed_twice(
     )
     first.start()
     assert not first.wait(timeout=300), "the first run finished before its stop"
-    [checkpoint] = (state / "queries").glob("*/checkpoint")
-    commits = sorted(int(p.name) for p in (checkpoint / "commits").glob("[0-9]*"))
-    last = commits[-1]
-    # A crash after the sink placed the batch and before Spark recorded its commit (and so
-    # before Spark planned any batch after it).
-    for log in ("commits", "offsets"):
-        for path in (checkpoint / log).glob("[0-9]*"):
-            if int(path.name) > last or (log == "commits" and int(path.name) == last):
-                path.unlink()
-                path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
+    checkpoint = query_checkpoint(state)
+    last = committed_batches(checkpoint)[-1]
+    # A crash after the sink placed the batch and before Spark recorded its commit.
+    forget_commit(checkpoint, last)
     second = PipelineRunner(
         spark, spark_planner(spark, state_dir=state).plan(sql), state, max_records_per_batch=10
     )

@@ -305,7 +305,7 @@ def _encoded(df: DataFrame, table: TableSpec) -> Column:
     opts = _json_options(table)
     if opts.unstructured and len(df.columns) == 1:
         return F.col(df.columns[0]).cast("STRING")
-    row = F.struct(*[_json_field(df, name, opts) for name in df.columns])
+    row = _json_struct(df, df.columns, opts)
     if fmt == "debezium_json":
         # Append-only input: every row is a create.
         row = F.struct(F.lit(None).alias("before"), row.alias("after"), F.lit("c").alias("op"))
@@ -389,9 +389,13 @@ def has_timestamps(data_type: DataType) -> bool:
 def json_row(df: DataFrame, columns: Sequence[str], table: TableSpec) -> Column:
     """Each row's ``columns`` as one JSON object, as ``table``'s JSON format writes a row
     (its timestamps as its ``json.timestamp_format`` says)."""
-    opts = _json_options(table)
-    fields = [_json_field(df, name, opts) for name in columns]
-    return json_text(F.struct(*fields), has_timestamps(df.select(*fields).schema))
+    row = _json_struct(df, columns, _json_options(table))
+    return json_text(row, has_timestamps(df.select(row).schema))
+
+
+def _json_struct(df: DataFrame, columns: Sequence[str], opts: JsonOptions) -> Column:
+    """The row's ``columns`` as a struct, each as the JSON options write it."""
+    return F.struct(*[_json_field(df, name, opts) for name in columns])
 
 
 def _json_field(df: DataFrame, name: str, opts: JsonOptions) -> Column:

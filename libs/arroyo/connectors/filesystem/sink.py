@@ -5,6 +5,7 @@ attempt cut short left instead of adding to it."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import uuid
@@ -40,22 +41,23 @@ class BatchFiles:
         self.root = Path(path)
         self.committed_file = state_dir / "committed_batch"
         self.id_file = state_dir / "sink_id"
+        self._committed: int | None = None  # read from the state once, then kept here
 
-    @property
+    @functools.cached_property
     def sink_id(self) -> str:
         """Names of this sink's own (two pipelines may write one directory), kept in its
         state: a pipeline restored elsewhere names its files as before."""
-        try:
-            return self.id_file.read_text().strip()
-        except FileNotFoundError:
+        if not self.id_file.exists():
             _write_atomically(self.id_file, uuid.uuid4().hex[:12])
-            return self.id_file.read_text().strip()
+        return self.id_file.read_text().strip()
 
     def committed(self) -> int:
-        try:
-            return int(self.committed_file.read_text())
-        except FileNotFoundError:
-            return -1
+        if self._committed is None:
+            try:
+                self._committed = int(self.committed_file.read_text())
+            except FileNotFoundError:
+                self._committed = -1
+        return self._committed
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         with batch_in_flight():
@@ -85,6 +87,7 @@ class BatchFiles:
             suffix = "".join(part.suffixes)
             os.replace(part, self.root / f"{prefix}{i:05d}{suffix}")
         _write_atomically(self.committed_file, str(batch_id))
+        self._committed = batch_id
         shutil.rmtree(staging, ignore_errors=True)
 
 
