@@ -129,6 +129,11 @@ def register_aggregate(spark: SparkSession, aggregate: AggregateSpec) -> None:
     """One of Arroyo's own aggregate functions (Java), under the name the views call it by."""
     jvm = spark._jvm
     assert jvm is not None
+    if aggregate.kind != "extreme_rows":
+        jvm.arroyo.sql.SignedMultiset.register(
+            spark._jsparkSession, aggregate.name, aggregate.input_ddl, aggregate.kind
+        )
+        return
     jvm.arroyo.sql.ExtremeRows.register(
         spark._jsparkSession,
         aggregate.name,

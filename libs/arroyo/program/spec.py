@@ -142,14 +142,19 @@ class ViewSpec:
 @dataclass(frozen=True, slots=True)
 class AggregateSpec:
     """An aggregate function of Arroyo's own that the views call by ``name``, registered in
-    every session that runs the program, before its views: the distinct rows of ``input_ddl``
-    holding the largest (``largest``) or smallest value of column ``key`` (see
-    libs/arroyo/java/arroyo/sql/ExtremeRows.java)."""
+    every session that runs the program, before its views. ``kind``:
+
+    - ``extreme_rows``: the distinct rows of ``input_ddl`` holding the largest (``largest``)
+      or smallest value of column ``key`` (libs/arroyo/java/arroyo/sql/ExtremeRows.java);
+    - ``min``, ``max``, ``count_distinct``: over a changelog's signed rows, ``f(value,
+      sign)`` with ``input_ddl`` the value's type, keeping each group's multiset so that a
+      retraction forgets its value (libs/arroyo/java/arroyo/sql/SignedMultiset.java)."""
 
     name: str
     input_ddl: str
-    key: int
+    key: int = 0
     largest: bool = True
+    kind: Literal["extreme_rows", "min", "max", "count_distinct"] = "extreme_rows"
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,15 +8,17 @@ engine's; this is how the planner states them in Spark SQL.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Literal
 
 from sqlglot import exp
 
 from arroyo.program.names import EVENT_TIME, KEEP, SIGN, TOUCHED, signed_view
+from arroyo.program.spec import AggregateSpec
 from arroyo.sql.planner.diagnostics import ErrorCode, error, span_of
 from arroyo.sql.planner.plan.stages import stage_join
 from arroyo.sql.planner.relations import Planned, Relation
-from arroyo.sql.planner.syntax import RANKED_ROWS, from_clause, has_aggregate
+from arroyo.sql.planner.syntax import OWN_AGGREGATE, RANKED_ROWS, from_clause, has_aggregate
 
 if TYPE_CHECKING:
     from arroyo.sql.planner.context import PlanContext
@@ -90,7 +92,10 @@ def changelog_aggregate(
     sign = exp.column(SIGN, table=alias)
     aggregates = [n for n in select.find_all(exp.Func) if isinstance(n, exp.AggFunc)]
     for node in aggregates:
-        node.replace(_signed_aggregate(ctx, node, sign))
+        if isinstance(node, exp.Min | exp.Max | exp.ArrayUniqueAgg):
+            _multiset_aggregate(ctx, node, sign, from_.this)
+        else:
+            node.replace(_signed_aggregate(ctx, node, sign))
     present = exp.GT(this=exp.Sum(this=sign.copy()), expression=exp.Literal.number(0))
     having = select.args.get("having")
     condition = present if having is None else exp.and_(present, having.this.copy())
@@ -120,14 +125,69 @@ def _signed_aggregate(ctx: PlanContext, node: exp.Func, sign: exp.Expression) ->
             this=exp.Cast(this=total, to=exp.DataType.build("DOUBLE")),
             expression=exp.Nullif(this=count, expression=exp.Literal.number(0)),
         )
-    # count(DISTINCT x) arrives here already rewritten (see arroyo.sql.functions).
-    name = "count(DISTINCT ...)" if isinstance(node, exp.ArrayUniqueAgg) else f"{node.key}()"
-    raise error(
+    raise _cannot_retract(ctx, node, f"{node.key}()")
+
+
+def _cannot_retract(ctx: PlanContext, node: exp.Expr, name: str) -> Exception:
+    return error(
         ErrorCode.CHANGELOG_AGGREGATE,
-        f"{name} cannot retract rows of a changelog (updates and deletes); "
-        f"over a changelog use count, sum or avg",
+        f"{name} cannot retract rows of a changelog (updates and deletes); over a changelog "
+        f"use count, sum, avg, min, max or count(DISTINCT ...) (min and max of numbers, "
+        f"text, booleans, dates and timestamps)",
         span_of(ctx.text, node),
     )
+
+
+# The types whose min and max SignedMultiset orders as Spark does.
+_ORDERED = re.compile(
+    r"tinyint|smallint|int|bigint|float|double|decimal\(.*\)|string|boolean|date|timestamp\w*"
+)
+
+
+def _multiset_aggregate(
+    ctx: PlanContext, node: exp.Expression, sign: exp.Expression, table: exp.Expression
+) -> None:
+    """min, max or count(DISTINCT x) (rewritten as size(array_unique_agg(x)): see
+    arroyo.sql.functions) over signed rows, replaced by a call of SignedMultiset, which keeps
+    the group's multiset of values: a retraction forgets the value it retracts."""
+    kind: Literal["min", "max", "count_distinct"] = (
+        "min"
+        if isinstance(node, exp.Min)
+        else "max"
+        if isinstance(node, exp.Max)
+        else "count_distinct"
+    )
+    target = node.parent if kind == "count_distinct" else node
+    if not isinstance(target, exp.Expression) or (
+        kind == "count_distinct" and not isinstance(target, exp.ArraySize)
+    ):
+        raise _cannot_retract(ctx, node, "array_agg(DISTINCT ...)")
+    name = "count(DISTINCT ...)" if kind == "count_distinct" else f"{kind}()"
+    if node.expressions:
+        raise _cannot_retract(ctx, node, f"{name} of more than one argument")
+    value = node.this
+    probe = exp.select(exp.alias_(value.copy(), "value")).from_(table.copy())
+    value_type = ctx.catalog.schema(probe.sql(dialect="spark")).fields[0].dataType.simpleString()
+    if (
+        "binary" in value_type
+        or "map<" in value_type
+        or (kind != "count_distinct" and not _ORDERED.fullmatch(value_type))
+    ):
+        raise _cannot_retract(ctx, node, f"{name} of {value_type}")
+    spec = AggregateSpec(ctx.fresh_name(f"{OWN_AGGREGATE}{kind}"), value_type, kind=kind)
+    ctx.catalog.register_aggregate(spec)
+    ctx.program.aggregates.append(spec)
+    signed = exp.Cast(this=sign.copy(), to=exp.DataType.build("BIGINT"))
+    call = exp.Anonymous(this=spec.name, expressions=[value.copy(), signed])
+    result: exp.Expr = exp.Dot(this=call, expression=exp.to_identifier("value"))
+    if isinstance(target.parent, exp.Select) and target.arg_key == "expressions":
+        # Named as Spark names the call the query wrote (a preview shows the name).
+        written = value.sql(dialect="spark")
+        spark_name = (
+            f"count(DISTINCT {written})" if kind == "count_distinct" else f"{kind}({written})"
+        )
+        result = exp.alias_(result, spark_name, quoted=True)
+    target.replace(result)
 
 
 def updating_projection(ctx: PlanContext, select: exp.Select, input_: Relation) -> Planned:
