@@ -74,10 +74,6 @@ SRC = """CREATE TABLE src (k TEXT, v BIGINT) WITH (connector = 'single_file',
             "changelog_aggregate",
         ),
         (
-            "CREATE VIEW c AS SELECT k, count(*) AS n FROM src GROUP BY k;\nSELECT n FROM c;",
-            "updating_key_dropped",
-        ),
-        (
             "CREATE TABLE cdc (k TEXT, v BIGINT) WITH (connector = 'single_file', "
             "path = '/cdc.json', format = 'debezium_json', type = 'source');",
             "changelog_needs_primary_key",
@@ -106,7 +102,6 @@ SRC = """CREATE TABLE src (k TEXT, v BIGINT) WITH (connector = 'single_file',
         "two_inserts",
         "join_of_updating",
         "stddev_of_updating",
-        "key_dropped",
         "changelog_without_key",
         "array_agg_of_changelog",
         "bit_and_of_changelog",

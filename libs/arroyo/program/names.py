@@ -20,6 +20,10 @@ TOUCHED = "__arroyo_touched"
 # On the signed rows of a changelog source (``signed_view``): +1 a row that appears, -1 one
 # that goes away; aggregates over a changelog weigh each row by it, so that they retract.
 SIGN = "__arroyo_sign"
+# On a projection of an updating result that leaves out a column of its key (a changelog
+# source's primary key, say): that column under this prefix, so that the sink still tells the
+# rows apart, as Arroyo's updating rows carry their key's hash beside their columns.
+HIDDEN_KEY = "__arroyo_key_"
 
 
 def signed_view(table: str) -> str:

@@ -125,10 +125,6 @@ class ErrorCode(enum.StrEnum):
         "an aggregate or a join over an updating result that it cannot run",
     )
     UPDATING_UNION = "updating_union", "an updating result beside other rows into one sink"
-    UPDATING_KEY_DROPPED = (
-        "updating_key_dropped",
-        "a projection of an updating result that drops one of its keys",
-    )
     UPDATING_INTO_APPEND_SINK = (
         "updating_into_append_sink",
         "an updating result into a sink whose format cannot carry updates",

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from arroyo.connectors import connector
-from arroyo.program.names import EVENT_TIME, KEEP, TOUCHED
+from arroyo.program.names import EVENT_TIME, HIDDEN_KEY, KEEP, TOUCHED
 from arroyo.sql.planner.diagnostics import ErrorCode, error, span_of
 from arroyo.sql.planner.syntax import from_clause
 
@@ -19,8 +19,11 @@ if TYPE_CHECKING:
     from arroyo.sql.planner.context import PlanContext
     from arroyo.sql.windows import WindowSpec
 
-# Columns the planner adds for the engine, never written to a sink as data.
-HIDDEN = (EVENT_TIME, KEEP, TOUCHED)
+
+def is_hidden(name: str) -> bool:
+    """Whether ``name`` is a column the planner adds for the engine, never shown by ``*``
+    nor written to a sink as data."""
+    return name in (EVENT_TIME, KEEP, TOUCHED) or name.startswith(HIDDEN_KEY)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +128,7 @@ def expand_stars(ctx: PlanContext, select: exp.Select, relations: list[Relation]
         qualify = len(relations) > 1
         for rel in targets:
             for name, _ in rel.columns:
-                if name not in HIDDEN:
+                if not is_hidden(name):
                     expanded.append(
                         exp.column(name, table=rel.alias if qualify else None, quoted=True)
                     )

@@ -11,7 +11,7 @@ from arroyo.program.names import EVENT_TIME, KEEP, TOUCHED, quote_name
 from arroyo.program.spec import ColumnSpec, FormatSpec, SinkQuery, TableSpec
 from arroyo.sql.planner.context import SinkWrites
 from arroyo.sql.planner.diagnostics import ErrorCode, error, span_of
-from arroyo.sql.planner.relations import HIDDEN, Planned, batch_view_name
+from arroyo.sql.planner.relations import Planned, batch_view_name, is_hidden
 from arroyo.sql.planner.rewriter import Rewriter
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def sink_query(ctx: PlanContext, name: str, writes: SinkWrites) -> SinkQuery:
     for sql_text, offset in inserts:
         schema = ctx.catalog.schema(sql_text)
         keep = keep or KEEP in schema.fieldNames()
-        fields = [f for f in schema.fields if f.name not in HIDDEN]
+        fields = [f for f in schema.fields if not is_hidden(f.name)]
         if not columns:
             columns = [ColumnSpec(f.name, f.dataType.simpleString(), f.nullable) for f in fields]
         writable = [c for c in columns if c.physical]
@@ -101,7 +101,9 @@ def sink_query(ctx: PlanContext, name: str, writes: SinkWrites) -> SinkQuery:
             f"CAST({quote_name(f.name)} AS {c.spark_type}) AS {quote_name(c.name)}"
             for f, c in zip(fields, writable, strict=True)
         )
-        casts += "".join(f", `{n}`" for n in (KEEP, TOUCHED) if n in schema.fieldNames())
+        casts += "".join(
+            f", {quote_name(n)}" for n in schema.fieldNames() if is_hidden(n) and n != EVENT_TIME
+        )
         if event_time:
             if EVENT_TIME not in schema.fieldNames():
                 raise error(
@@ -138,7 +140,7 @@ def sink_query(ctx: PlanContext, name: str, writes: SinkWrites) -> SinkQuery:
     # The keys are named as the query names them; the sink may rename columns by position.
     names = [f.name for f in ctx.catalog.schema(inserts[0][0]).fields]
     renamed = {
-        n: c.name for n, c in zip([n for n in names if n not in HIDDEN], columns, strict=False)
+        n: c.name for n, c in zip([n for n in names if not is_hidden(n)], columns, strict=False)
     }
     return SinkQuery(
         spec,

@@ -16,7 +16,7 @@ from arroyo.program.spec import ColumnSpec, FormatSpec, Role, TableSpec, ViewSpe
 from arroyo.sql.planner.context import ViewShape
 from arroyo.sql.planner.diagnostics import ErrorCode, diagnostic, error
 from arroyo.sql.planner.event_time import EVENT_TIME_OPTIONS, event_time
-from arroyo.sql.planner.relations import HIDDEN
+from arroyo.sql.planner.relations import is_hidden
 from arroyo.sql.planner.rewriter import Rewriter
 from arroyo.sql.statements import CreateTable, Insert, OptionDecl
 from arroyo.sql.types import spark_type
@@ -64,7 +64,7 @@ def write_memory_table(ctx: PlanContext, stmt: Insert) -> None:
     planned = Rewriter(ctx).top_level(stmt.query)
     sql_text = planned.node.sql(dialect="spark")
     schema = ctx.analyse(sql_text, stmt.query)
-    fields = [f for f in schema.fields if f.name not in HIDDEN]
+    fields = [f for f in schema.fields if not is_hidden(f.name)]
     columns = ctx.names.memory[name]
     if len(fields) != len(columns):
         raise error(
@@ -76,7 +76,7 @@ def write_memory_table(ctx: PlanContext, stmt: Insert) -> None:
         f"CAST(`{f.name}` AS {c.spark_type}) AS `{c.name}`"
         for f, c in zip(fields, columns, strict=True)
     ]
-    casts += [f"`{n}`" for n in HIDDEN if n in schema.fieldNames()]
+    casts += [f"`{n}`" for n in schema.fieldNames() if is_hidden(n)]
     view = ViewSpec(name, f"SELECT {', '.join(casts)} FROM ({sql_text}) AS `__memory`")
     ctx.add_view(view, stmt.query, ViewShape(planned.window, planned.updating, planned.static))
     ctx.names.memory_written.add(name)

@@ -18,7 +18,7 @@ from arroyo.sql.planner.diagnostics import ErrorCode, error
 from arroyo.sql.planner.optimize.interval_join import interval_join_view
 from arroyo.sql.planner.plan.joins import bound_unwindowed_joins, check_unwindowed_joins
 from arroyo.sql.planner.plan.projection import projection
-from arroyo.sql.planner.relations import HIDDEN, Relation, columns
+from arroyo.sql.planner.relations import Relation, columns, is_hidden
 from arroyo.sql.planner.syntax import RANKED_ROWS, from_clause
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ def stage_changes(ctx: PlanContext, select: exp.Select, input_: Relation) -> Rel
         query = f"SELECT * FROM {quote_name(source.name)}"
     fields = [f for f in ctx.catalog.schema(query).fields]
     names = {f.name for f in fields}
-    data = [f for f in fields if f.name not in HIDDEN]
+    data = [f for f in fields if not is_hidden(f.name)]
     columns = [ColumnSpec(f.name, f.dataType.simpleString(), f.nullable) for f in data]
     extra = [n for n in (KEEP, TOUCHED) if n in names]
     sql = (

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Literal
 
 from sqlglot import exp
 
-from arroyo.program.names import EVENT_TIME, KEEP, SIGN, TOUCHED, signed_view
+from arroyo.program.names import EVENT_TIME, HIDDEN_KEY, KEEP, SIGN, TOUCHED, signed_view
 from arroyo.program.spec import AggregateSpec
 from arroyo.sql.planner.diagnostics import ErrorCode, error, span_of
 from arroyo.sql.planner.plan.stages import stage_join
@@ -195,13 +195,17 @@ def updating_projection(ctx: PlanContext, select: exp.Select, input_: Relation) 
     joins the input's qualification."""
     assert input_.updating is not None
     names = [p.alias_or_name for p in select.expressions]
+    keys = []
     for key in input_.updating:
-        if key not in names:
-            raise error(
-                ErrorCode.UPDATING_KEY_DROPPED,
-                f"the updating input is keyed by '{key}', which this query must select",
-                span_of(ctx.text, select),
-            )
+        if key in names:
+            keys.append(key)
+            continue
+        # Carried hidden, so that the sink still tells the rows apart.
+        hidden = key if key.startswith(HIDDEN_KEY) else f"{HIDDEN_KEY}{key}"
+        select.append(
+            "expressions", exp.alias_(exp.column(key, table=input_.alias, quoted=True), hidden)
+        )
+        keys.append(hidden)
     conditions: list[exp.Expression] = []
     if any(name == KEEP for name, _ in input_.columns):
         conditions.append(exp.column(KEEP, table=input_.alias))
@@ -213,4 +217,4 @@ def updating_projection(ctx: PlanContext, select: exp.Select, input_: Relation) 
         select.append("expressions", exp.alias_(exp.and_(*conditions), KEEP))
     if any(name == TOUCHED for name, _ in input_.columns) and TOUCHED not in names:
         select.append("expressions", exp.column(TOUCHED, table=input_.alias))
-    return Planned(select, None, list(input_.updating))
+    return Planned(select, None, keys)
