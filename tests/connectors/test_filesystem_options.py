@@ -109,13 +109,15 @@ def test_a_batch_replayed_part_way_is_placed_once(spark: SparkSession, tmp_path:
     replay removes what the attempt placed (by the list the sink kept) and places its own."""
     out, state = tmp_path / "out", tmp_path / "state"
     sql = (
-        _SOURCE.format(count=90)
+        _SOURCE.format(count=300)
         + f"""
 CREATE TABLE out WITH (connector = 'filesystem', path = '{out}', type = 'sink', format = 'json',
     'filename.strategy' = 'uuid', 'rolling_policy.file_size' = '100');
 INSERT INTO out SELECT counter FROM src;
 """
     )
+    # Ten batches of rows: the stop after two (later on a loaded machine) leaves one that
+    # placed files as the last.
     first = _run(spark, sql, state, max_records_per_batch=30, stop_after_batches=2)
     assert not first.wait(timeout=300), "the first run finished before its stop"
     checkpoint = query_checkpoint(state)
@@ -134,7 +136,7 @@ INSERT INTO out SELECT counter FROM src;
     assert _run(spark, sql, state, max_records_per_batch=30).wait(timeout=300)
     assert not extra.exists(), "the replay left a file of the attempt it replaced"
     counters = [r["counter"] for f in _files(out) for r in _json_rows(f)]
-    assert sorted(counters) == list(range(90)), counters
+    assert sorted(counters) == list(range(300)), counters
 
 
 def test_serial_names_never_replace_files_they_did_not_write(

@@ -6,7 +6,7 @@ import pytest
 
 from arroyo.errors import PlanningError
 from arroyo.sql.statements import CreateTable, CreateView, Insert, Query, parse_script
-from arroyo.sql.time import parse_duration_us
+from arroyo.sql.time import DurationError, parse_duration_us
 from arroyo.sql.types import parse_type, spark_type
 
 
@@ -78,3 +78,8 @@ def test_types(text: str, expected: str) -> None:
 def test_durations() -> None:
     assert parse_duration_us("1 minute 30 seconds") == 90_000_000
     assert parse_duration_us("100 milliseconds") == 100_000
+    # A month or a year has no fixed length: the message says what to write instead.
+    with pytest.raises(DurationError, match=r"'months' has no fixed length.*30 days"):
+        parse_duration_us("2 months")
+    with pytest.raises(DurationError, match="unknown time unit 'fortnight'"):
+        parse_duration_us("1 fortnight")

@@ -37,6 +37,10 @@ def _unit_us(unit: str) -> int:
         return _UNITS_US[u]
     if u.endswith("s") and u[:-1] in _UNITS_US:
         return _UNITS_US[u[:-1]]
+    if u.rstrip("s") in ("month", "mon", "year", "yr", "y"):
+        raise DurationError(
+            f"'{unit}' has no fixed length: write the duration in days (interval '30 days')"
+        )
     raise DurationError(f"unknown time unit '{unit}'")
 
 
