@@ -52,17 +52,19 @@ def _json_rows(path: Path) -> list[dict[str, object]]:
 
 
 def test_sinks_partitioned_named_rolled_and_compressed(spark: SparkSession, tmp_path: Path) -> None:
-    """One pipeline, three sinks: gzip JSON partitioned by event time and a field, named by
-    prefix and UUID, rolled at 2 kB; Parquet with snappy, 1 kB row groups and serial names with
-    a suffix of its own; Parquet as Arroyo writes it by default (zstd)."""
+    """One pipeline, three sinks: gzip JSON partitioned by event time and a field (PARTITIONED
+    BY, which is 'partitioning.fields'), named by prefix and UUID, rolled at 2 kB; Parquet with
+    snappy, 1 kB row groups and serial names with a suffix of its own; Parquet as Arroyo writes
+    it by default (zstd)."""
     out, pq_out, default = tmp_path / "out", tmp_path / "pq", tmp_path / "default"
     sql = (
         _SOURCE.format(count=3000)
         + f"""
 CREATE TABLE out WITH (connector = 'filesystem', path = '{out}', type = 'sink', format = 'json',
     'json.compression' = 'gzip', 'partitioning.time_pattern' = '%Y/%m/%d/%H',
-    'partitioning.fields' = '[k]', 'filename.prefix' = 'events', 'filename.strategy' = 'uuid',
-    'rolling_policy.file_size' = '2kb', 'rolling_policy.interval' = interval '10 seconds');
+    'filename.prefix' = 'events', 'filename.strategy' = 'uuid',
+    'rolling_policy.file_size' = '2kb', 'rolling_policy.interval' = interval '10 seconds')
+    PARTITIONED BY (k);
 CREATE TABLE pq WITH (connector = 'filesystem', path = '{pq_out}', type = 'sink',
     format = 'parquet', 'parquet.compression' = 'snappy', 'parquet.row_group_size' = '1kb',
     'filename.strategy' = 'serial', 'filename.suffix' = '.pq');

@@ -36,6 +36,28 @@ def test_create_table_with_every_clause() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "ddl",
+    [
+        "CREATE TABLE o (k TEXT, v INT) PARTITIONED BY (k, \"V\") WITH (connector = 'filesystem')",
+        "CREATE TABLE o (k TEXT, v INT) WITH (connector = 'filesystem') PARTITIONED BY (k, \"V\")",
+    ],
+    ids=["before_with", "after_with"],
+)
+def test_partitioned_by_names_the_partition_fields(ddl: str) -> None:
+    _, [table] = parse_script(ddl)
+    assert isinstance(table, CreateTable)
+    assert ("partitioning.fields", "[k, V]") in [(o.key, o.value) for o in table.options]
+
+
+def test_partition_fields_given_twice_are_refused() -> None:
+    with pytest.raises(PlanningError, match="give the partition fields once"):
+        parse_script(
+            "CREATE TABLE o (k TEXT) WITH (connector = 'filesystem', "
+            "'partitioning.fields' = [k]) PARTITIONED BY (k)"
+        )
+
+
 def test_statement_kinds() -> None:
     _, statements = parse_script(
         "CREATE VIEW v AS SELECT 1;\nINSERT INTO o SELECT * FROM v;\nSELECT window.start FROM v"

@@ -281,6 +281,27 @@ def _ident(tok: Token) -> str:
     )
 
 
+_PARTITION_FIELDS = "partitioning.fields"
+
+
+def _partitioned_by(cur: _Tokens) -> OptionDecl | None:
+    """``PARTITIONED BY (a, b)``, before or after WITH: the sink's ``partitioning.fields``."""
+    tok = cur.peek()
+    if tok is None or " ".join(tok.text.upper().split()) != "PARTITIONED BY":
+        if not cur.at_word("PARTITIONED", "BY"):
+            return None
+        cur.next()
+    cur.next()
+    cur.expect("(")
+    names = cur.until_depth0({TokenType.R_PAREN})
+    cur.expect(")")
+    fields = [_ident(t) for t in names if t.token_type != TokenType.COMMA]
+    offset = tok.start if tok is not None else cur.offset()
+    if not fields:
+        raise cur.error("PARTITIONED BY needs at least one column", offset)
+    return OptionDecl(_PARTITION_FIELDS, f"[{', '.join(fields)}]", offset)
+
+
 def _parse_create_table(cur: _Tokens, start: int, end: int) -> CreateTable:
     cur.accept("IF", "NOT", "EXISTS")
     name_tok = cur.next()
@@ -303,6 +324,7 @@ def _parse_create_table(cur: _Tokens, start: int, end: int) -> CreateTable:
             elements.add(cur, element)
             if (nxt := cur.peek()) is not None and nxt.token_type == TokenType.COMMA:
                 cur.next()
+    partitioned = _partitioned_by(cur)
     if cur.accept("WITH"):
         cur.expect("(")
         while not cur.accept(")"):
@@ -318,6 +340,14 @@ def _parse_create_table(cur: _Tokens, start: int, end: int) -> CreateTable:
                 value = value[1:-1].replace("''", "'")
             options.append(OptionDecl(key, value, key_start))
             cur.accept(",")
+    partitioned = partitioned or _partitioned_by(cur)
+    if partitioned is not None:
+        if any(o.key == _PARTITION_FIELDS for o in options):
+            raise cur.error(
+                f"give the partition fields once: PARTITIONED BY or '{_PARTITION_FIELDS}'",
+                partitioned.offset,
+            )
+        options.append(partitioned)
     as_query = None
     query_offset = 0
     if cur.accept("AS"):
