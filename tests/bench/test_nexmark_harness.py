@@ -30,9 +30,9 @@ def _harness(*args: str) -> None:
 @pytest.mark.slow
 def test_throughput_figures_for_each_engine(tmp_path: Path) -> None:
     out = tmp_path / "figures.json"
-    events = 300_000
+    events = 100_000
     _harness(
-        "--queries", "q1,q5", "--events", str(events), "--batch-rows", "50000",
+        "--queries", "q1,q5", "--events", str(events), "--batch-rows", "25000",
         "--peers", "spark", "--json", str(out),
     )  # fmt: skip
     figures = json.loads(out.read_text())
@@ -42,7 +42,7 @@ def test_throughput_figures_for_each_engine(tmp_path: Path) -> None:
         for engine, f in engines.items():
             assert "error" not in f, (query, engine, f)
             assert f["events"] == events
-            assert f["batches"] >= events // 50_000
+            assert f["batches"] >= events // 25_000
             assert f["events_per_s"] > 0
             assert f["events_per_s_with_startup"] < f["events_per_s"]
             assert f["cpu_s_per_m"] > 0

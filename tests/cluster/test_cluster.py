@@ -147,6 +147,9 @@ def worker_pid(cluster: Cluster, pid: str) -> int:
     return next(int(w["pid"]) for w in workers if w["worker_id"] == worker_id)
 
 
+# The services are killed on PostgreSQL, the cluster's database (tests/store runs the store's
+# own tests on both databases, and the lifecycle runs on both).
+@pytest.mark.parametrize("cluster", ["postgres"], indirect=True)
 def test_recovers_from_killed_worker_node_and_controller(cluster: Cluster, tmp_path: Path) -> None:
     output = tmp_path / "out" / "windows.json"
     pid = create(cluster, output)
@@ -197,6 +200,9 @@ def test_recovers_from_killed_worker_node_and_controller(cluster: Cluster, tmp_p
     assert any("worker" in e["message"] for e in errors), errors
 
 
+# Bad input is answered by the api and the compiler, whichever the database: on the embedded
+# default.
+@pytest.mark.parametrize("cluster", ["sqlite"], indirect=True)
 def test_bad_queries_and_failing_jobs_reach_the_user(cluster: Cluster, tmp_path: Path) -> None:
     bad = "CREATE TABLE t WITH (connector = 'impulse', event_rate = '1');\nSELEC * FROM t;"
     result = cluster.call("POST", "/pipelines/validate_query", {"query": bad})

@@ -106,7 +106,7 @@ def test_the_rows_are_those_of_sparks_windowed_aggregate(
     spark: SparkSession, tmp_path: Path, window: str, keys: tuple[str, ...], resume_part_way: bool
 ) -> None:
     """The same query with a HAVING that keeps every group (which the window aggregate does not
-    take) runs as Spark's windowed aggregate: both give the same rows, in small batches (four
+    take) runs as Spark's windowed aggregate: both give the same rows, in small batches (eight
     rows each, the watermark moving between them), and once stopped after two batches and
     resumed from the checkpoint."""
     events = _events(tmp_path / "events.json")
@@ -148,7 +148,7 @@ def _run_in_small_batches(spark: SparkSession, sql: str, work: Path) -> None:
 
     state = work / "state"
     runner = PipelineRunner(
-        spark, spark_planner(spark, state_dir=state).plan(sql), state, max_records_per_batch=4
+        spark, spark_planner(spark, state_dir=state).plan(sql), state, max_records_per_batch=8
     )
     runner.start()
     assert runner.wait(timeout=300), "the run did not finish by itself"
