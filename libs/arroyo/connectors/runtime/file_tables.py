@@ -16,6 +16,8 @@ from arroyo.program.spec import TableSpec
 
 # How a table's files are read: Parquet, or one record per line for the table's format.
 FileMode = Literal["lines", "parquet"]
+# The JVM's reader of lines (our Java).
+LINES_SOURCE = "arroyo.files.BoundedLinesSource"
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +41,17 @@ def read_stream(
     selection: FileSelection = FileSelection(),
 ) -> DataFrame:
     """The files at ``path`` (a file or a directory; those ``pattern`` matches) as a bounded
-    stream."""
+    stream: lines read in the JVM (libs/arroyo/java/arroyo/files/BoundedLinesSource.java),
+    Parquet through Python (files.py)."""
+    if mode == "lines":
+        return (
+            ctx.spark.readStream.format(LINES_SOURCE)
+            .option("path", path)
+            .option("max_records", ctx.max_records_per_batch or 0)
+            .option("pattern", selection.pattern or "")
+            .option("compression", selection.compression)
+            .load()
+        )
     ctx.spark.dataSource.register(BoundedFilesSource)
     reader = (
         ctx.spark.readStream.format(BoundedFilesSource.name())
@@ -49,9 +61,7 @@ def read_stream(
         .option("pattern", selection.pattern or "")
         .option("compression", selection.compression)
     )
-    if mode == "parquet":
-        reader = reader.option("columns", _columns_ddl(table))
-    return reader.load()
+    return reader.option("columns", _columns_ddl(table)).load()
 
 
 def read_static(

@@ -1,0 +1,483 @@
+package arroyo.files;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import java.util.zip.GZIPInputStream;
+
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.connector.catalog.SupportsRead;
+import org.apache.spark.sql.connector.catalog.Table;
+import org.apache.spark.sql.connector.catalog.TableCapability;
+import org.apache.spark.sql.connector.catalog.TableProvider;
+import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
+import org.apache.spark.sql.connector.read.Scan;
+import org.apache.spark.sql.connector.read.ScanBuilder;
+import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
+import org.apache.spark.sql.connector.read.streaming.Offset;
+import org.apache.spark.sql.connector.read.streaming.ReadLimit;
+import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
+import org.apache.spark.sql.connector.read.streaming.SupportsAdmissionControl;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.unsafe.types.UTF8String;
+
+/**
+ * The lines of files, one record per non-blank line, as a bounded stream read in the executors'
+ * JVMs: the {@code single_file} and {@code filesystem} sources of line formats (JSON, raw
+ * text, Debezium JSON...), which Spark SQL then decodes.
+ *
+ * <p>Why not Spark's own file source: a bounded table must end, and its end must push the
+ * watermark past every row so that open windows flush (Arroyo's semantics). Spark's file source
+ * can do neither; this one knows where its input ends and, after the last record, gives one
+ * end-of-input marker row ({@code _eoi}) per batch. The first such batch moves the watermark to
+ * the end of time; the next ones are batches with data, so they run under that watermark even
+ * where Spark schedules no batch without data (stream-stream joins); and a run resumed after the
+ * end sees the end again.
+ *
+ * <p>Rows: {@code value} (the line, UTF-8, malformed bytes replaced), {@code _source_time}
+ * (null) and {@code _eoi}. Options: {@code path} (a file, or a directory whose visible files
+ * at any depth are read in name order), {@code pattern} (a regular expression that the files'
+ * paths relative to the directory contain, as Arroyo's {@code source.regex_pattern}),
+ * {@code compression} ({@code none}, {@code gzip} or {@code zstd}) and {@code max_records}
+ * (per micro-batch; 0, no cap).
+ *
+ * <p>Offsets are {@code {"file": i, "pos": p, "eoi": n}}: file {@code i} of the sorted listing,
+ * byte {@code p} of its (decompressed) text, and how many end-of-input batches were given.
+ */
+public final class BoundedLinesSource implements TableProvider {
+  static final StructType SCHEMA =
+      StructType.fromDDL("`value` STRING, `_source_time` TIMESTAMP, `_eoi` BOOLEAN");
+
+  @Override
+  public StructType inferSchema(CaseInsensitiveStringMap options) {
+    return SCHEMA;
+  }
+
+  @Override
+  public Table getTable(
+      StructType schema, Transform[] partitioning, Map<String, String> properties) {
+    return new LinesTable();
+  }
+
+  /** What a query reads: serialisable, as the executors' readers take it. */
+  static final class Config implements java.io.Serializable {
+    private static final long serialVersionUID = 1L;
+    final String path;
+    final String pattern;
+    final String compression;
+    final long maxRecords;
+
+    Config(CaseInsensitiveStringMap options) {
+      path = options.get("path");
+      String given = options.getOrDefault("pattern", "");
+      pattern = given.isEmpty() ? null : given;
+      compression = options.getOrDefault("compression", "none");
+      maxRecords = Long.parseLong(options.getOrDefault("max_records", "0"));
+      if (!Set.of("none", "gzip", "zstd").contains(compression)) {
+        throw new IllegalArgumentException("unknown compression '" + compression + "'");
+      }
+    }
+
+    /** The input files, in the order they are read. */
+    List<String> files() {
+      Path root = Paths.get(path);
+      if (Files.isRegularFile(root)) {
+        return List.of(root.toString());
+      }
+      if (!Files.isDirectory(root)) {
+        return List.of();
+      }
+      Pattern matches = pattern == null ? null : Pattern.compile(pattern);
+      try (Stream<Path> walk = Files.walk(root)) {
+        return walk.filter(Files::isRegularFile)
+            .filter(f -> visible(root.relativize(f)))
+            .filter(f -> matches == null
+                || matches.matcher(root.relativize(f).toString().replace('\\', '/')).find())
+            .map(Path::toString)
+            .sorted()
+            .toList();
+      } catch (IOException err) {
+        throw new UncheckedIOException("cannot list '" + path + "'", err);
+      }
+    }
+
+    private static boolean visible(Path relative) {
+      for (Path part : relative) {
+        String name = part.toString();
+        if (name.startsWith(".") || name.startsWith("_")) {
+          return false;
+        }
+      }
+      return true;
+    }
+
+    /** The file's text, decompressed. */
+    InputStream open(String file) throws IOException {
+      InputStream raw = Files.newInputStream(Paths.get(file));
+      return switch (compression) {
+        case "gzip" -> new GZIPInputStream(raw, 1 << 16);
+        case "zstd" -> new com.github.luben.zstd.ZstdInputStream(raw);
+        default -> raw;
+      };
+    }
+
+    IOException unreadable(String file, IOException err) {
+      String how = compression.equals("none") ? "" : " as " + compression + " (source.compression)";
+      return new IOException("cannot read '" + file + "'" + how + ": " + err.getMessage(), err);
+    }
+  }
+
+  /** Lines read from a stream, each with the position after it (bytes of the text). */
+  static final class Lines {
+    private final InputStream in;
+    private final byte[] buffer = new byte[1 << 16];
+    private int at;
+    private int filled;
+    private long pos;
+    private byte[] line = new byte[256];
+    private int length;
+
+    /** The lines of {@code in} from byte {@code pos} (skipped here). */
+    Lines(InputStream in, long pos) throws IOException {
+      this.in = in;
+      while (this.pos < pos && fill()) {
+        int n = (int) Math.min(filled - at, pos - this.pos);
+        at += n;
+        this.pos += n;
+      }
+    }
+
+    private boolean fill() throws IOException {
+      if (at < filled) {
+        return true;
+      }
+      int n = in.read(buffer);
+      while (n == 0) {
+        n = in.read(buffer);
+      }
+      at = 0;
+      filled = Math.max(n, 0);
+      return n > 0;
+    }
+
+    /** The next line (without its newline) into {@link #line}; false at the end. */
+    boolean next() throws IOException {
+      length = 0;
+      boolean any = false;
+      while (fill()) {
+        any = true;
+        int start = at;
+        int newline = -1;
+        for (int k = at; k < filled; k++) {
+          if (buffer[k] == '\n') {
+            newline = k;
+            break;
+          }
+        }
+        int stop = newline < 0 ? filled : newline;
+        append(start, stop - start);
+        at = newline < 0 ? filled : newline + 1;
+        pos += at - start;
+        if (newline >= 0) {
+          return true;
+        }
+      }
+      return any;
+    }
+
+    private void append(int from, int n) {
+      if (length + n > line.length) {
+        line = java.util.Arrays.copyOf(line, Math.max(line.length * 2, length + n));
+      }
+      System.arraycopy(buffer, from, line, length, n);
+      length += n;
+    }
+
+    long position() {
+      return pos;
+    }
+
+    boolean blank() {
+      for (int i = 0; i < length; i++) {
+        byte b = line[i];
+        if (b != ' ' && b != '\t' && b != '\r' && b != 0x0b && b != 0x0c) {
+          return false;
+        }
+      }
+      return true;
+    }
+
+    UTF8String text() {
+      int end = length > 0 && line[length - 1] == '\r' ? length - 1 : length;
+      // Decoded and encoded again: malformed bytes become U+FFFD, as Python's "replace".
+      return UTF8String.fromString(new String(line, 0, end, StandardCharsets.UTF_8));
+    }
+
+    boolean atEnd() throws IOException {
+      return !fill();
+    }
+  }
+
+  static final class LinesTable implements Table, SupportsRead {
+    @Override
+    public String name() {
+      return "arroyo_lines";
+    }
+
+    @Override
+    @SuppressWarnings("deprecation")
+    public StructType schema() {
+      return SCHEMA;
+    }
+
+    @Override
+    public Set<TableCapability> capabilities() {
+      return EnumSet.of(TableCapability.MICRO_BATCH_READ);
+    }
+
+    @Override
+    public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
+      Config config = new Config(options);
+      return () -> new Scan() {
+        @Override
+        public StructType readSchema() {
+          return SCHEMA;
+        }
+
+        @Override
+        public String description() {
+          return "arroyo_lines(" + config.path + ")";
+        }
+
+        @Override
+        public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+          return new LinesStream(config);
+        }
+      };
+    }
+  }
+
+  static final class FileOffset extends Offset {
+    private static final Pattern FIELD = Pattern.compile("\"(file|pos|eoi)\"\\s*:\\s*(\\d+)");
+    final int file;
+    final long pos;
+    final long eoi;
+
+    FileOffset(int file, long pos, long eoi) {
+      this.file = file;
+      this.pos = pos;
+      this.eoi = eoi;
+    }
+
+    static FileOffset fromJson(String json) {
+      int file = 0;
+      long pos = 0;
+      long eoi = 0;
+      Matcher m = FIELD.matcher(json);
+      while (m.find()) {
+        long value = Long.parseLong(m.group(2));
+        switch (m.group(1)) {
+          case "file" -> file = (int) value;
+          case "pos" -> pos = value;
+          default -> eoi = value;
+        }
+      }
+      return new FileOffset(file, pos, eoi);
+    }
+
+    @Override
+    public String json() {
+      return "{\"file\": " + file + ", \"pos\": " + pos + ", \"eoi\": " + eoi + "}";
+    }
+  }
+
+  /** Lines {@code [start, end)} of one file, in bytes ({@code end} -1: to its end). */
+  record Range(String file, long start, long end) implements InputPartition {}
+
+  /** The end-of-input marker row. */
+  record EndOfInput() implements InputPartition {}
+
+  static final class LinesStream implements MicroBatchStream, SupportsAdmissionControl {
+    private final Config config;
+
+    LinesStream(Config config) {
+      this.config = config;
+    }
+
+    @Override
+    public Offset initialOffset() {
+      return new FileOffset(0, 0, 0);
+    }
+
+    @Override
+    public Offset deserializeOffset(String json) {
+      return FileOffset.fromJson(json);
+    }
+
+    @Override
+    public ReadLimit getDefaultReadLimit() {
+      return config.maxRecords > 0 ? ReadLimit.maxRows(config.maxRecords) : ReadLimit.allAvailable();
+    }
+
+    @Override
+    public Offset latestOffset() {
+      throw new UnsupportedOperationException("latestOffset(start, limit) is used instead");
+    }
+
+    @Override
+    public Offset latestOffset(Offset startOffset, ReadLimit limit) {
+      FileOffset start = (FileOffset) startOffset;
+      List<String> files = config.files();
+      if (start.file >= files.size()) {
+        return new FileOffset(start.file, 0, start.eoi + 1);
+      }
+      if (!(limit instanceof ReadMaxRows max)) {
+        return new FileOffset(files.size(), 0, 0);
+      }
+      long budget = max.maxRows();
+      int file = start.file;
+      long pos = start.pos;
+      while (budget > 0 && file < files.size()) {
+        String name = files.get(file);
+        try (InputStream in = config.open(name)) {
+          Lines lines = new Lines(in, pos);
+          while (budget > 0 && lines.next()) {
+            if (!lines.blank()) {
+              budget--;
+            }
+          }
+          pos = lines.position();
+          if (lines.atEnd()) {
+            file++;
+            pos = 0;
+          }
+        } catch (IOException err) {
+          throw new UncheckedIOException(config.unreadable(name, err));
+        }
+      }
+      return new FileOffset(file, pos, 0);
+    }
+
+    @Override
+    public InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
+      FileOffset start = (FileOffset) startOffset;
+      FileOffset end = (FileOffset) endOffset;
+      List<String> files = config.files();
+      List<InputPartition> parts = new ArrayList<>();
+      for (int i = start.file; i < Math.min(end.file + 1, files.size()); i++) {
+        long lo = i == start.file ? start.pos : 0;
+        long hi = i == end.file ? end.pos : -1;
+        if (i == end.file && hi == 0) {
+          continue;
+        }
+        parts.add(new Range(files.get(i), lo, hi));
+      }
+      if (end.eoi > start.eoi) {
+        parts.add(new EndOfInput());
+      }
+      return parts.toArray(new InputPartition[0]);
+    }
+
+    @Override
+    public PartitionReaderFactory createReaderFactory() {
+      return new ReaderFactory(config);
+    }
+
+    @Override
+    public void commit(Offset end) {}
+
+    @Override
+    public void stop() {}
+  }
+
+  static final class ReaderFactory implements PartitionReaderFactory {
+    private static final long serialVersionUID = 1L;
+    private final Config config;
+
+    ReaderFactory(Config config) {
+      this.config = config;
+    }
+
+    @Override
+    public PartitionReader<InternalRow> createReader(InputPartition partition) {
+      return reader(config, partition);
+    }
+  }
+
+  static PartitionReader<InternalRow> reader(Config config, InputPartition partition) {
+    if (partition instanceof EndOfInput) {
+      return new PartitionReader<>() {
+        private boolean given;
+
+        @Override
+        public boolean next() {
+          boolean first = !given;
+          given = true;
+          return first;
+        }
+
+        @Override
+        public InternalRow get() {
+          return new GenericInternalRow(new Object[] {null, null, true});
+        }
+
+        @Override
+        public void close() {}
+      };
+    }
+    Range range = (Range) partition;
+    InputStream in;
+    Lines lines;
+    try {
+      in = config.open(range.file());
+      lines = new Lines(in, range.start());
+    } catch (IOException err) {
+      throw new UncheckedIOException(config.unreadable(range.file(), err));
+    }
+    return new PartitionReader<>() {
+      private UTF8String current;
+
+      @Override
+      public boolean next() throws IOException {
+        try {
+          while ((range.end() < 0 || lines.position() < range.end()) && lines.next()) {
+            if (!lines.blank()) {
+              current = lines.text();
+              return true;
+            }
+          }
+          return false;
+        } catch (IOException err) {
+          throw config.unreadable(range.file(), err);
+        }
+      }
+
+      @Override
+      public InternalRow get() {
+        return new GenericInternalRow(new Object[] {current, null, false});
+      }
+
+      @Override
+      public void close() throws IOException {
+        in.close();
+      }
+    };
+  }
+}
