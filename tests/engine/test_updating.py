@@ -70,6 +70,11 @@ SRC = """CREATE TABLE src (k TEXT, v BIGINT) WITH (connector = 'single_file',
         ),
         (
             "CREATE VIEW c AS SELECT k, count(*) AS n FROM src GROUP BY k;\n"
+            "SELECT DISTINCT n FROM c;",
+            "updating_input",
+        ),
+        (
+            "CREATE VIEW c AS SELECT k, count(*) AS n FROM src GROUP BY k;\n"
             "SELECT stddev(n) FROM c;",
             "changelog_aggregate",
         ),
@@ -101,6 +106,7 @@ SRC = """CREATE TABLE src (k TEXT, v BIGINT) WITH (connector = 'single_file',
         "json_sink",
         "two_inserts",
         "join_of_updating",
+        "distinct_of_updating",
         "stddev_of_updating",
         "changelog_without_key",
         "array_agg_of_changelog",

@@ -50,12 +50,26 @@ def test_partitioned_by_names_the_partition_fields(ddl: str) -> None:
     assert ("partitioning.fields", "[k, V]") in [(o.key, o.value) for o in table.options]
 
 
-def test_partition_fields_given_twice_are_refused() -> None:
-    with pytest.raises(PlanningError, match="give the partition fields once"):
-        parse_script(
-            "CREATE TABLE o (k TEXT) WITH (connector = 'filesystem', "
-            "'partitioning.fields' = [k]) PARTITIONED BY (k)"
-        )
+@pytest.mark.parametrize(
+    ("ddl", "column"),
+    [
+        ("CREATE TABLE o (k TEXT) WITH (connector = 'filesystem', "
+         "'partitioning.fields' = [k]) PARTITIONED BY (k)", 86),
+        ("CREATE TABLE o (k TEXT) PARTITIONED BY (k v) WITH (connector = 'filesystem')", 43),
+        ("CREATE TABLE o (k TEXT) PARTITIONED BY (k.v) WITH (connector = 'filesystem')", 42),
+        ("CREATE TABLE o (k TEXT) PARTITIONED BY () WITH (connector = 'filesystem')", 41),
+    ],
+    ids=["given_twice", "no_comma", "dotted", "empty"],
+)  # fmt: skip
+def test_bad_partitioned_by_is_a_syntax_error_where_it_is(ddl: str, column: int) -> None:
+    with pytest.raises(PlanningError) as caught:
+        parse_script(ddl)
+    [diagnostic] = caught.value.diagnostics
+    assert (diagnostic.code, diagnostic.span.line, diagnostic.span.column) == (
+        "syntax_error",
+        1,
+        column,
+    ), diagnostic
 
 
 def test_statement_kinds() -> None:

@@ -147,8 +147,9 @@ class AggregateSpec:
     - ``extreme_rows``: the distinct rows of ``input_ddl`` holding the largest (``largest``)
       or smallest value of column ``key`` (libs/arroyo/java/arroyo/sql/ExtremeRows.java);
     - ``min``, ``max``, ``count_distinct``: over a changelog's signed rows, ``f(value,
-      sign)`` with ``input_ddl`` the value's type, keeping each group's multiset so that a
-      retraction forgets its value (libs/arroyo/java/arroyo/sql/SignedMultiset.java)."""
+      sign)`` with ``input_ddl`` the value's type as Spark's JSON writes it, keeping each
+      group's multiset so that a retraction forgets its value
+      (libs/arroyo/java/arroyo/sql/SignedMultiset.java)."""
 
     name: str
     input_ddl: str

@@ -291,15 +291,25 @@ def _partitioned_by(cur: _Tokens) -> OptionDecl | None:
         if not cur.at_word("PARTITIONED", "BY"):
             return None
         cur.next()
+    assert tok is not None
     cur.next()
     cur.expect("(")
-    names = cur.until_depth0({TokenType.R_PAREN})
-    cur.expect(")")
-    fields = [_ident(t) for t in names if t.token_type != TokenType.COMMA]
-    offset = tok.start if tok is not None else cur.offset()
-    if not fields:
-        raise cur.error("PARTITIONED BY needs at least one column", offset)
-    return OptionDecl(_PARTITION_FIELDS, f"[{', '.join(fields)}]", offset)
+    fields = []
+    while True:
+        name = cur.next()
+        if name.token_type not in (TokenType.VAR, TokenType.IDENTIFIER) or "," in name.text:
+            raise cur.error(f"PARTITIONED BY takes column names, found '{name.text}'", name.start)
+        fields.append(_ident(name))
+        if cur.accept(")"):
+            break
+        if not cur.accept(","):
+            found = cur.peek()
+            raise cur.error(
+                f"expected ',' or ')' in PARTITIONED BY, found "
+                f"{repr(found.text) if found else 'the end'}",
+                cur.offset(),
+            )
+    return OptionDecl(_PARTITION_FIELDS, f"[{', '.join(fields)}]", tok.start)
 
 
 def _parse_create_table(cur: _Tokens, start: int, end: int) -> CreateTable:

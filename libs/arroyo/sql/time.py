@@ -39,7 +39,8 @@ def _unit_us(unit: str) -> int:
         return _UNITS_US[u[:-1]]
     if u.rstrip("s") in ("month", "mon", "year", "yr", "y"):
         raise DurationError(
-            f"'{unit}' has no fixed length: write the duration in days (interval '30 days')"
+            f"'{unit}' has no fixed length: write the duration in days "
+            f"(interval '30 days', interval '365 days')"
         )
     raise DurationError(f"unknown time unit '{unit}'")
 

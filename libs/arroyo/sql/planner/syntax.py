@@ -59,15 +59,14 @@ def resolve_group_item(select: exp.Select, item: exp.Expression) -> exp.Expressi
 
 
 # The names of the aggregate functions of Arroyo's own that the planner calls (anonymous
-# calls to sqlglot), as AggregateSpecs registers them: a user cannot name a function so, as
-# names starting with __arroyo are reserved.
+# calls to sqlglot), as AggregateSpecs register them (sqlglot may write them in capitals).
 OWN_AGGREGATE = "__arroyo_multiset_"
 
 
 def has_aggregate(node: exp.Expression) -> bool:
     """Whether ``node`` calls an aggregate function (not as a window function)."""
     return any(agg.find_ancestor(exp.Window) is None for agg in node.find_all(exp.AggFunc)) or any(
-        call.name.startswith(OWN_AGGREGATE) for call in node.find_all(exp.Anonymous)
+        call.name.lower().startswith(OWN_AGGREGATE) for call in node.find_all(exp.Anonymous)
     )
 
 

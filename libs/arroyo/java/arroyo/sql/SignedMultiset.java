@@ -59,17 +59,17 @@ public final class SignedMultiset extends Aggregator<Row, SignedMultiset.Counts,
 
   /**
    * Registers {@code name} in {@code spark} as {@code kind} ("min", "max" or "count_distinct")
-   * over values of {@code typeDdl} (a type as Spark SQL writes it: {@code BIGINT},
-   * {@code DECIMAL(10,2)}) with a BIGINT sign.
+   * over values of {@code typeJson} (a type as Spark's JSON writes it: {@code "long"}) with a
+   * BIGINT sign.
    */
-  public static void register(SparkSession spark, String name, String typeDdl, String kind) {
-    DataType type = DataType.fromDDL(typeDdl);
+  public static void register(SparkSession spark, String name, String typeJson, String kind) {
+    DataType type = DataType.fromJson(typeJson);
     if (type instanceof BinaryType) {
       // A Java array is equal only to itself: values could not be told apart.
       throw new IllegalArgumentException("signed multiset: unsupported type " + type.sql());
     }
     StructType input = new StructType().add("value", type).add("sign", DataTypes.LongType);
-    SignedMultiset aggregate = new SignedMultiset(type, Kind.valueOf(kind.toUpperCase()));
+    SignedMultiset aggregate = new SignedMultiset(type, Kind.valueOf(kind.toUpperCase(java.util.Locale.ROOT)));
     spark.udf().register(name, functions.udaf(aggregate, Encoders.row(input)));
   }
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import sqlglot
 from sqlglot import exp
 
-from arroyo.program.names import EVENT_TIME, KEEP, TOUCHED, quote_name, signed_view
+from arroyo.program.names import EVENT_TIME, HIDDEN_KEY, KEEP, TOUCHED, quote_name, signed_view
 from arroyo.program.spec import ColumnSpec, FormatSpec, SinkQuery, TableSpec
 from arroyo.sql.planner.diagnostics import ErrorCode, error
 from arroyo.sql.planner.optimize.interval_join import interval_join_view
@@ -141,7 +141,8 @@ def stage_changes(ctx: PlanContext, select: exp.Select, input_: Relation) -> Rel
         query = f"SELECT * FROM {quote_name(source.name)}"
     fields = [f for f in ctx.catalog.schema(query).fields]
     names = {f.name for f in fields}
-    data = [f for f in fields if not is_hidden(f.name)]
+    # The data and the keys a projection carries hidden: the stage's rows are matched by key.
+    data = [f for f in fields if not is_hidden(f.name) or f.name.startswith(HIDDEN_KEY)]
     columns = [ColumnSpec(f.name, f.dataType.simpleString(), f.nullable) for f in data]
     extra = [n for n in (KEEP, TOUCHED) if n in names]
     sql = (

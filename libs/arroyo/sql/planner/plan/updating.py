@@ -90,9 +90,14 @@ def changelog_aggregate(
             )
         )
     sign = exp.column(SIGN, table=alias)
+    multisets = (exp.Min, exp.Max, exp.ArrayUniqueAgg)
+    for p in list(select.expressions):
+        if not isinstance(p, exp.Alias) and p.find(*multisets):
+            # Named as Spark would name what the query wrote, not by the calls it becomes.
+            p.replace(exp.alias_(p.copy(), p.sql(dialect="spark"), quoted=True))
     aggregates = [n for n in select.find_all(exp.Func) if isinstance(n, exp.AggFunc)]
     for node in aggregates:
-        if isinstance(node, exp.Min | exp.Max | exp.ArrayUniqueAgg):
+        if isinstance(node, multisets):
             _multiset_aggregate(ctx, node, sign, from_.this)
         else:
             node.replace(_signed_aggregate(ctx, node, sign))
@@ -132,8 +137,8 @@ def _cannot_retract(ctx: PlanContext, node: exp.Expr, name: str) -> Exception:
     return error(
         ErrorCode.CHANGELOG_AGGREGATE,
         f"{name} cannot retract rows of a changelog (updates and deletes); over a changelog "
-        f"use count, sum, avg, min, max or count(DISTINCT ...) (min and max of numbers, "
-        f"text, booleans, dates and timestamps)",
+        f"use count, sum, avg, count(DISTINCT ...), or min and max of numbers, text, "
+        f"booleans, dates and timestamps",
         span_of(ctx.text, node),
     )
 
@@ -149,7 +154,8 @@ def _multiset_aggregate(
 ) -> None:
     """min, max or count(DISTINCT x) (rewritten as size(array_unique_agg(x)): see
     arroyo.sql.functions) over signed rows, replaced by a call of SignedMultiset, which keeps
-    the group's multiset of values: a retraction forgets the value it retracts."""
+    the group's multiset of values: a retraction forgets the value it retracts. A FILTER
+    weighs the rows it leaves out by nothing."""
     kind: Literal["min", "max", "count_distinct"] = (
         "min"
         if isinstance(node, exp.Min)
@@ -157,47 +163,70 @@ def _multiset_aggregate(
         if isinstance(node, exp.Max)
         else "count_distinct"
     )
+    name = "count(DISTINCT ...)" if kind == "count_distinct" else f"{kind}()"
     target = node.parent if kind == "count_distinct" else node
     if not isinstance(target, exp.Expression) or (
         kind == "count_distinct" and not isinstance(target, exp.ArraySize)
     ):
-        raise _cannot_retract(ctx, node, "array_agg(DISTINCT ...)")
-    name = "count(DISTINCT ...)" if kind == "count_distinct" else f"{kind}()"
-    if node.expressions:
-        raise _cannot_retract(ctx, node, f"{name} of more than one argument")
+        raise _cannot_retract(ctx, node, "collect_set()")
     value = node.this
+    if isinstance(value, exp.Distinct) and len(value.expressions) == 1:
+        value = value.expressions[0]  # min(DISTINCT x) is min(x)
+    if node.expressions or not isinstance(value, exp.Expression) or isinstance(value, exp.Distinct):
+        raise _cannot_retract(ctx, node, f"{name} of more than one argument")
+    weight: exp.Expression = exp.Cast(this=sign.copy(), to=exp.DataType.build("BIGINT"))
+    if isinstance(target.parent, exp.Filter):
+        target = target.parent
+        condition = target.args["expression"].this
+        weight = exp.If(this=condition.copy(), true=weight, false=exp.Null())
     probe = exp.select(exp.alias_(value.copy(), "value")).from_(table.copy())
-    value_type = ctx.catalog.schema(probe.sql(dialect="spark")).fields[0].dataType.simpleString()
-    if (
-        "binary" in value_type
-        or "map<" in value_type
-        or (kind != "count_distinct" and not _ORDERED.fullmatch(value_type))
+    value_type = ctx.analyse(probe.sql(dialect="spark"), node).fields[0].dataType
+    described = value_type.simpleString()
+    if _unequal(value_type.jsonValue()) or (
+        kind != "count_distinct" and not _ORDERED.fullmatch(described)
     ):
-        raise _cannot_retract(ctx, node, f"{name} of {value_type}")
-    spec = AggregateSpec(ctx.fresh_name(f"{OWN_AGGREGATE}{kind}"), value_type, kind=kind)
+        raise _cannot_retract(ctx, node, f"{name} of {described}")
+    spec = AggregateSpec(ctx.fresh_name(f"{OWN_AGGREGATE}{kind}"), value_type.json(), kind=kind)
     ctx.catalog.register_aggregate(spec)
     ctx.program.aggregates.append(spec)
-    signed = exp.Cast(this=sign.copy(), to=exp.DataType.build("BIGINT"))
-    call = exp.Anonymous(this=spec.name, expressions=[value.copy(), signed])
+    call = exp.Anonymous(this=spec.name, expressions=[value.copy(), weight])
     result: exp.Expr = exp.Dot(this=call, expression=exp.to_identifier("value"))
-    if isinstance(target.parent, exp.Select) and target.arg_key == "expressions":
-        # Named as Spark names the call the query wrote (a preview shows the name).
-        written = value.sql(dialect="spark")
-        spark_name = (
-            f"count(DISTINCT {written})" if kind == "count_distinct" else f"{kind}({written})"
-        )
-        result = exp.alias_(result, spark_name, quoted=True)
     target.replace(result)
+
+
+def _unequal(type_json: object) -> bool:
+    """Whether a type (as Spark's JSON) holds binary values or maps, which Java tells apart by
+    identity, not by value."""
+    if isinstance(type_json, dict):
+        return type_json.get("type") == "map" or any(
+            _unequal(v) for k, v in type_json.items() if k not in ("name", "metadata")
+        )
+    if isinstance(type_json, list):
+        return any(_unequal(v) for v in type_json)
+    return type_json == "binary"
 
 
 def updating_projection(ctx: PlanContext, select: exp.Select, input_: Relation) -> Planned:
     """A projection over an updating result: updating too, keyed the same way; its WHERE
     joins the input's qualification."""
     assert input_.updating is not None
+    if select.args.get("distinct"):
+        raise error(
+            ErrorCode.UPDATING_INPUT,
+            "SELECT DISTINCT over an updating result is not supported; GROUP BY the columns "
+            "instead",
+            span_of(ctx.text, select),
+        )
+    # A key is kept where the query selects its column as it is, under its own name.
+    kept = {
+        p.alias_or_name
+        for p in select.expressions
+        if isinstance(p.unalias(), exp.Column) and p.unalias().name == p.alias_or_name
+    }
     names = [p.alias_or_name for p in select.expressions]
     keys = []
     for key in input_.updating:
-        if key in names:
+        if key in kept:
             keys.append(key)
             continue
         # Carried hidden, so that the sink still tells the rows apart.
