@@ -3,8 +3,9 @@
 - ``sinks``: writing micro-batches from the driver, once per batch id (the in-flight guard, the
   batch commit log, the foreachBatch function over a ``LineWriter``, encoded records through
   one).
-- ``files``: bounded files as a Python streaming data source (Arrow batches, end-of-input
-  markers); ``file_tables``: a file table read on the driver, as that stream or whole (lookup).
+- ``file_tables``: a file table as a bounded stream (with end-of-input markers) or whole
+  (lookup): lines through our Java (``arroyo.files.BoundedLinesSource``, in the executors'
+  JVMs), Parquet through ``files``, a Python streaming data source of Arrow batches.
 - ``stage_files``: a stage's batches on disk and the data source that reads them back.
 - ``generated``: event numbers from Spark's rate sources, and a source's first start time.
 - ``nexmark_generator``: the Nexmark events' Spark data source, written in Java.

@@ -1,4 +1,4 @@
-"""File tables read on the driver: the streaming source over ``files.py`` (bounded, with
+"""File tables: the bounded streaming sources (lines in the JVM, Parquet over ``files.py``; with
 end-of-input markers) and a lookup table's static read, for the connectors of local files."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Bounded file reading as a Python streaming data source, moving Arrow batches.
+"""Bounded Parquet reading as a Python streaming data source, moving Arrow batches. (Lines are
+read in the JVM by libs/arroyo/java/arroyo/files/BoundedLinesSource.java, with the same offsets
+and markers; this source still reads lines too, where a test compares the two.)
 
 Why not Spark's own file source: a bounded table must end, and its end must push the watermark
 past every row so that open windows flush (Arroyo's semantics). Spark's file source can do
