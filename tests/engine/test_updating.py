@@ -120,6 +120,24 @@ def test_refused_updating_queries(spark: SparkSession, tmp_path: Path, sql: str,
     assert [d.code for d in caught.value.diagnostics] == [code]
 
 
+@pytest.mark.spark
+def test_retracting_aggregates_are_named_as_the_query_wrote_them(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """min, max and count(DISTINCT) over a changelog run as Arroyo's own functions; a column
+    the query leaves unnamed is still named by what it wrote, as Spark names it."""
+    sql = (
+        "CREATE TABLE cdc (k TEXT PRIMARY KEY, v BIGINT) WITH (connector = 'single_file', "
+        "path = '/cdc.json', format = 'debezium_json', type = 'source');\n"
+        "SELECT k, min(v), max(v) + 1, count(DISTINCT v), max(v) AS top FROM cdc GROUP BY k;"
+    )
+    program = spark_planner(spark, state_dir=tmp_path).plan(sql)
+    (query,) = program.queries
+    names = [n for n in spark.sql(query.sql).columns if not n.startswith("__arroyo")]
+    assert names == ["k", "min(v)", "max(v) + 1", "count(DISTINCT v)", "top"]
+    assert [a.kind for a in program.aggregates] == ["min", "max", "count_distinct", "max"]
+
+
 def _changes(path: Path, count: int, runner: PipelineRunner, timeout: float = 120) -> list[dict]:
     """The first ``count`` change records in ``path``, once the running pipeline has written
     them (failing at once if it dies, and after ``timeout`` seconds)."""

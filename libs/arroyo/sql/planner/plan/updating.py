@@ -93,8 +93,10 @@ def changelog_aggregate(
     multisets = (exp.Min, exp.Max, exp.ArrayUniqueAgg)
     for p in list(select.expressions):
         if not isinstance(p, exp.Alias) and p.find(*multisets):
-            # Named as Spark would name what the query wrote, not by the calls it becomes.
-            p.replace(exp.alias_(p.copy(), p.sql(dialect="spark"), quoted=True))
+            # Named as Spark names what the query wrote, not by the calls it becomes.
+            written = p.copy().transform(_count_distinct_as_written)
+            name = written.sql(dialect="spark", normalize_functions="lower")
+            p.replace(exp.alias_(p.copy(), name, quoted=True))
     aggregates = [n for n in select.find_all(exp.Func) if isinstance(n, exp.AggFunc)]
     for node in aggregates:
         if isinstance(node, multisets):
@@ -106,6 +108,12 @@ def changelog_aggregate(
     condition = present if having is None else exp.and_(present, having.this.copy())
     select.set("having", exp.Having(this=condition))
     return updating_aggregate(ctx, select, relations)
+
+
+def _count_distinct_as_written(node: exp.Expr) -> exp.Expr:
+    if isinstance(node, exp.ArraySize) and isinstance(node.this, exp.ArrayUniqueAgg):
+        return exp.Count(this=exp.Distinct(expressions=[node.this.this.copy()]))
+    return node
 
 
 def _signed_aggregate(ctx: PlanContext, node: exp.Func, sign: exp.Expression) -> exp.Expression:
