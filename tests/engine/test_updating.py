@@ -135,7 +135,7 @@ def test_retracting_aggregates_are_named_as_the_query_wrote_them(
     (query,) = program.queries
     names = [n for n in spark.sql(query.sql).columns if not n.startswith("__arroyo")]
     assert names == ["k", "min(v)", "max(v) + 1", "count(DISTINCT v)", "top"]
-    assert [a.kind for a in program.aggregates] == ["min", "max", "count_distinct", "max"]
+    assert sorted(a.kind for a in program.aggregates) == ["count_distinct", "max", "max", "min"]
 
 
 def _changes(path: Path, count: int, runner: PipelineRunner, timeout: float = 120) -> list[dict]:
