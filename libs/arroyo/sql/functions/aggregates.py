@@ -37,11 +37,16 @@ def count(node: exp.Expr, _context: Context) -> exp.Expr | None:
     if not isinstance(distinct, exp.Distinct) or node.find_ancestor(exp.Window) is not None:
         return None
     values = distinct.expressions
-    value = (
-        values[0].copy()
-        if len(values) == 1
-        else exp.Anonymous(this="struct", expressions=[v.copy() for v in values])
-    )
+    if len(values) == 1:
+        value = values[0].copy()
+    else:
+        # A row counts only where none of the values is NULL, as SQL has it (a set of
+        # structs would count a struct holding a NULL).
+        value = exp.If(
+            this=exp.or_(*(exp.Is(this=v.copy(), expression=exp.Null()) for v in values)),
+            true=exp.Null(),
+            false=exp.Anonymous(this="struct", expressions=[v.copy() for v in values]),
+        )
     # Real sqlglot nodes (not anonymous calls), so that it still counts as an aggregate.
     return typed(exp.ArraySize(this=exp.ArrayUniqueAgg(this=value)), "bigint")
 
