@@ -1,5 +1,5 @@
-"""File tables: the bounded streaming sources (lines in the JVM, Parquet over ``files.py``; with
-end-of-input markers) and a lookup table's static read, for the connectors of local files."""
+"""File tables: the bounded streaming source (read in the JVM, with end-of-input markers) and a
+lookup table's static read, for the connectors of local files."""
 
 from __future__ import annotations
 
@@ -10,14 +10,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from arroyo.connectors.base import ConnectorError, ReadContext
-from arroyo.connectors.runtime.files import BoundedFilesSource, list_files, open_lines
+from arroyo.connectors.runtime.files import list_files, open_lines
 from arroyo.formats.codec import physical_columns
 from arroyo.program.spec import TableSpec
 
 # How a table's files are read: Parquet, or one record per line for the table's format.
 FileMode = Literal["lines", "parquet"]
-# The JVM's reader of lines (our Java).
-LINES_SOURCE = "arroyo.files.BoundedLinesSource"
+# The bounded file source (our Java).
+FILES_SOURCE = "arroyo.files.BoundedFilesSource"
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,27 +41,18 @@ def read_stream(
     selection: FileSelection = FileSelection(),
 ) -> DataFrame:
     """The files at ``path`` (a file or a directory; those ``pattern`` matches) as a bounded
-    stream: lines read in the JVM (libs/arroyo/java/arroyo/files/BoundedLinesSource.java),
-    Parquet through Python (files.py)."""
-    if mode == "lines":
-        return (
-            ctx.spark.readStream.format(LINES_SOURCE)
-            .option("path", path)
-            .option("max_records", ctx.max_records_per_batch or 0)
-            .option("pattern", selection.pattern or "")
-            .option("compression", selection.compression)
-            .load()
-        )
-    ctx.spark.dataSource.register(BoundedFilesSource)
+    stream, read in the executors' JVMs (libs/arroyo/java/arroyo/files/BoundedFilesSource.java)."""
     reader = (
-        ctx.spark.readStream.format(BoundedFilesSource.name())
+        ctx.spark.readStream.format(FILES_SOURCE)
         .option("path", path)
         .option("mode", mode)
         .option("max_records", ctx.max_records_per_batch or 0)
         .option("pattern", selection.pattern or "")
         .option("compression", selection.compression)
     )
-    return reader.option("columns", _columns_ddl(table)).load()
+    if mode == "parquet":
+        reader = reader.option("columns", _columns_ddl(table))
+    return reader.load()
 
 
 def read_static(
@@ -89,7 +80,7 @@ def read_static(
         df = ctx.spark.createDataFrame(lines, "`value` STRING")
         df = df.filter(F.trim(F.col("value")) != "")
     else:
-        # Blank lines are no records, as for the streaming source (files.py).
+        # Blank lines are no records, as for the streaming source.
         df = ctx.spark.read.text(files).filter(F.trim(F.col("value")) != "")
     return df.withColumn("_eoi", F.lit(False))
 

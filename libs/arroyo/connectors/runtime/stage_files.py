@@ -10,8 +10,8 @@ Layout of a stage's directory::
     _end                        the writing query's input has ended: no batch comes after
 
 Offsets are ``{"batch": b, "eoi": n}``: every batch up to ``b`` has been read, and how many
-end-of-input batches have been emitted (as in files.py: once ``_end`` is there and every
-batch is read, each micro-batch carries the marker).
+end-of-input batches have been emitted (as in the file source, BoundedFilesSource.java: once
+``_end`` is there and every batch is read, each micro-batch carries the marker).
 
 This module is imported by Spark's Python workers, so it must stay importable on its own.
 """

@@ -39,9 +39,11 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * The lines of files, one record per non-blank line, as a bounded stream read in the executors'
- * JVMs: the {@code single_file} and {@code filesystem} sources of line formats (JSON, raw
- * text, Debezium JSON...), which Spark SQL then decodes.
+ * Files as a bounded stream read in the executors' JVMs: the {@code single_file} and
+ * {@code filesystem} sources. Mode {@code lines}: one record per non-blank line (JSON, raw
+ * text, Debezium JSON...), which Spark SQL then decodes. Mode {@code parquet}: the rows of
+ * Parquet files, read by Spark's vectorised Parquet reader and cast to the table's columns (a
+ * column a file lacks is null).
  *
  * <p>Why not Spark's own file source: a bounded table must end, and its end must push the
  * watermark past every row so that open windows flush (Arroyo's semantics). Spark's file source
@@ -51,41 +53,47 @@ import org.apache.spark.unsafe.types.UTF8String;
  * where Spark schedules no batch without data (stream-stream joins); and a run resumed after the
  * end sees the end again.
  *
- * <p>Rows: {@code value} (the line, UTF-8, malformed bytes replaced), {@code _source_time}
- * (null) and {@code _eoi}. Options: {@code path} (a file, or a directory whose visible files
- * at any depth are read in name order), {@code pattern} (a regular expression that the files'
+ * <p>Rows: lines give {@code value} (the line, UTF-8, malformed bytes replaced); Parquet gives
+ * the columns of {@code columns} (Spark DDL). Then {@code _source_time} (null) and
+ * {@code _eoi}. Options: {@code path} (a file, or a directory whose visible files at any depth
+ * are read in name order), {@code mode}, {@code pattern} (a regular expression that the files'
  * paths relative to the directory contain, as Arroyo's {@code source.regex_pattern}),
- * {@code compression} ({@code none}, {@code gzip} or {@code zstd}) and {@code max_records}
- * (per micro-batch; 0, no cap).
+ * {@code compression} of lines ({@code none}, {@code gzip} or {@code zstd}) and
+ * {@code max_records} (per micro-batch; 0, no cap).
  *
  * <p>Offsets are {@code {"file": i, "pos": p, "eoi": n}}: file {@code i} of the sorted listing,
- * byte {@code p} of its (decompressed) text, and how many end-of-input batches were given.
+ * byte {@code p} of its (decompressed) text or row {@code p} of its Parquet, and how many
+ * end-of-input batches were given (as the Python source that read files before wrote them, so
+ * its checkpoints carry over).
  */
-public final class BoundedLinesSource implements TableProvider {
-  static final StructType SCHEMA =
-      StructType.fromDDL("`value` STRING, `_source_time` TIMESTAMP, `_eoi` BOOLEAN");
+public final class BoundedFilesSource implements TableProvider {
+  static final String CONTROL = "`_source_time` TIMESTAMP, `_eoi` BOOLEAN";
 
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
-    return SCHEMA;
+    return new Config(options).schema();
   }
 
   @Override
   public Table getTable(
       StructType schema, Transform[] partitioning, Map<String, String> properties) {
-    return new LinesTable();
+    return new FilesTable(schema);
   }
 
   /** What a query reads: serialisable, as the executors' readers take it. */
   static final class Config implements java.io.Serializable {
     private static final long serialVersionUID = 1L;
     final String path;
+    final boolean parquet;
+    final StructType columns;
     final String pattern;
     final String compression;
     final long maxRecords;
 
     Config(CaseInsensitiveStringMap options) {
       path = options.get("path");
+      parquet = options.getOrDefault("mode", "lines").equals("parquet");
+      columns = parquet ? StructType.fromDDL(options.get("columns")) : null;
       String given = options.getOrDefault("pattern", "");
       pattern = given.isEmpty() ? null : given;
       compression = options.getOrDefault("compression", "none");
@@ -93,6 +101,11 @@ public final class BoundedLinesSource implements TableProvider {
       if (!Set.of("none", "gzip", "zstd").contains(compression)) {
         throw new IllegalArgumentException("unknown compression '" + compression + "'");
       }
+    }
+
+    StructType schema() {
+      String data = parquet ? columns.toDDL() : "`value` STRING";
+      return StructType.fromDDL(data + ", " + CONTROL);
     }
 
     /** The input files, in the order they are read. */
@@ -235,16 +248,22 @@ public final class BoundedLinesSource implements TableProvider {
     }
   }
 
-  static final class LinesTable implements Table, SupportsRead {
+  static final class FilesTable implements Table, SupportsRead {
+    private final StructType schema;
+
+    FilesTable(StructType schema) {
+      this.schema = schema;
+    }
+
     @Override
     public String name() {
-      return "arroyo_lines";
+      return "arroyo_files";
     }
 
     @Override
     @SuppressWarnings("deprecation")
     public StructType schema() {
-      return SCHEMA;
+      return schema;
     }
 
     @Override
@@ -258,17 +277,17 @@ public final class BoundedLinesSource implements TableProvider {
       return () -> new Scan() {
         @Override
         public StructType readSchema() {
-          return SCHEMA;
+          return config.schema();
         }
 
         @Override
         public String description() {
-          return "arroyo_lines(" + config.path + ")";
+          return "arroyo_files(" + config.path + ")";
         }
 
         @Override
         public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
-          return new LinesStream(config);
+          return new FilesStream(config);
         }
       };
     }
@@ -308,16 +327,17 @@ public final class BoundedLinesSource implements TableProvider {
     }
   }
 
-  /** Lines {@code [start, end)} of one file, in bytes ({@code end} -1: to its end). */
+  /** Records {@code [start, end)} of one file: bytes of lines, rows of Parquet ({@code end} -1:
+   * to its end). */
   record Range(String file, long start, long end) implements InputPartition {}
 
   /** The end-of-input marker row. */
   record EndOfInput() implements InputPartition {}
 
-  static final class LinesStream implements MicroBatchStream, SupportsAdmissionControl {
+  static final class FilesStream implements MicroBatchStream, SupportsAdmissionControl {
     private final Config config;
 
-    LinesStream(Config config) {
+    FilesStream(Config config) {
       this.config = config;
     }
 
@@ -356,6 +376,17 @@ public final class BoundedLinesSource implements TableProvider {
       long pos = start.pos;
       while (budget > 0 && file < files.size()) {
         String name = files.get(file);
+        if (config.parquet) {
+          long rows = ParquetFiles.rows(name);
+          long take = Math.min(budget, rows - pos);
+          budget -= take;
+          pos += take;
+          if (pos >= rows) {
+            file++;
+            pos = 0;
+          }
+          continue;
+        }
         try (InputStream in = config.open(name)) {
           Lines lines = new Lines(in, pos);
           while (budget > 0 && lines.next()) {
@@ -423,6 +454,8 @@ public final class BoundedLinesSource implements TableProvider {
 
   static PartitionReader<InternalRow> reader(Config config, InputPartition partition) {
     if (partition instanceof EndOfInput) {
+      Object[] marker = new Object[config.schema().length()];
+      marker[marker.length - 1] = true;
       return new PartitionReader<>() {
         private boolean given;
 
@@ -435,7 +468,7 @@ public final class BoundedLinesSource implements TableProvider {
 
         @Override
         public InternalRow get() {
-          return new GenericInternalRow(new Object[] {null, null, true});
+          return new GenericInternalRow(marker);
         }
 
         @Override
@@ -443,6 +476,9 @@ public final class BoundedLinesSource implements TableProvider {
       };
     }
     Range range = (Range) partition;
+    if (config.parquet) {
+      return ParquetFiles.reader(config.columns, range.file(), range.start(), range.end());
+    }
     InputStream in;
     Lines lines;
     try {

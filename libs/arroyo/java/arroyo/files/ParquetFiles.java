@@ -1,0 +1,116 @@
+package arroyo.files;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.apache.hadoop.conf.Configuration;
+import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.util.HadoopInputFile;
+import org.apache.parquet.schema.MessageType;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.BoundReference;
+import org.apache.spark.sql.catalyst.expressions.Cast;
+import org.apache.spark.sql.catalyst.expressions.EvalMode$;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter;
+import org.apache.spark.sql.execution.datasources.parquet.VectorizedParquetRecordReader;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+
+import scala.Option;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Parquet files for {@link BoundedFilesSource}: their row counts (from the footer) and rows
+ * {@code [start, end)} of one, read by Spark's vectorised reader and cast to the table's columns
+ * as Spark SQL casts them under ANSI rules (a value that does not fit fails the query, as the
+ * Arrow cast of the Python source it replaces did). A column the file lacks is null.
+ */
+final class ParquetFiles {
+  private static final int BATCH_ROWS = 4096;
+
+  private ParquetFiles() {}
+
+  private static MessageType footerSchema(String file, Configuration conf) throws IOException {
+    try (ParquetFileReader reader = ParquetFileReader.open(
+        HadoopInputFile.fromPath(new org.apache.hadoop.fs.Path(file), conf))) {
+      return reader.getFooter().getFileMetaData().getSchema();
+    }
+  }
+
+  static long rows(String file) {
+    try (ParquetFileReader reader = ParquetFileReader.open(
+        HadoopInputFile.fromPath(new org.apache.hadoop.fs.Path(file), new Configuration()))) {
+      return reader.getRecordCount();
+    } catch (IOException err) {
+      throw new UncheckedIOException("cannot read '" + file + "' as Parquet: " + err.getMessage(), err);
+    }
+  }
+
+  static PartitionReader<InternalRow> reader(StructType columns, String file, long start, long end) {
+    Configuration conf = new Configuration();
+    VectorizedParquetRecordReader reader = new VectorizedParquetRecordReader(false, BATCH_ROWS);
+    UnsafeProjection projection;
+    try {
+      StructType types = new ParquetToSparkSchemaConverter(SQLConf.get()).convert(footerSchema(file, conf));
+      List<String> present = new ArrayList<>();
+      List<Expression> values = new ArrayList<>();
+      for (StructField column : columns.fields()) {
+        DataType wanted = column.dataType();
+        if (!List.of(types.fieldNames()).contains(column.name())) {
+          values.add(Literal.create(null, wanted));
+          continue;
+        }
+        DataType given = types.apply(column.name()).dataType();
+        Expression read = new BoundReference(present.size(), given, true);
+        present.add(column.name());
+        values.add(given.equals(wanted)
+            ? read
+            : new Cast(read, wanted, Option.apply("UTC"), EvalMode$.MODULE$.ANSI()));
+      }
+      values.add(Literal.create(null, DataTypes.TimestampType));
+      values.add(Literal.create(false, DataTypes.BooleanType));
+      projection = UnsafeProjection.create(CollectionConverters.asScala(values).toList());
+      reader.initialize(file, present);
+    } catch (IOException err) {
+      throw new UncheckedIOException("cannot read '" + file + "' as Parquet: " + err.getMessage(), err);
+    }
+    return new PartitionReader<>() {
+      private long row;
+      private InternalRow current;
+
+      @Override
+      public boolean next() throws IOException {
+        while (end < 0 || row < end) {
+          if (!reader.nextKeyValue()) {
+            return false;
+          }
+          row++;
+          if (row > start) {
+            current = projection.apply((InternalRow) reader.getCurrentValue());
+            return true;
+          }
+        }
+        return false;
+      }
+
+      @Override
+      public InternalRow get() {
+        return current;
+      }
+
+      @Override
+      public void close() throws IOException {
+        reader.close();
+      }
+    };
+  }
+}
