@@ -24,6 +24,7 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
 
 import scala.Option;
 import scala.jdk.javaapi.CollectionConverters;
@@ -83,21 +84,31 @@ final class ParquetFiles {
     } catch (IOException err) {
       throw new UncheckedIOException("cannot read '" + file + "' as Parquet: " + err.getMessage(), err);
     }
+    reader.resultBatch(); // allocates the batch the reader decodes into
     return new PartitionReader<>() {
-      private long row;
+      private long row; // of the file, of the next row of the batch
+      private ColumnarBatch batch;
+      private int index;
       private InternalRow current;
 
       @Override
       public boolean next() throws IOException {
         while (end < 0 || row < end) {
-          if (!reader.nextKeyValue()) {
-            return false;
-          }
-          row++;
-          if (row > start) {
-            current = projection.apply((InternalRow) reader.getCurrentValue());
+          if (batch != null && index < batch.numRows()) {
+            current = projection.apply(batch.getRow(index++));
+            row++;
             return true;
           }
+          if (!reader.nextBatch()) {
+            return false;
+          }
+          batch = reader.resultBatch();
+          index = 0;
+          // Rows before the range (read by an earlier micro-batch) are decoded, then skipped
+          // a batch at a time: no row of them is projected.
+          long skip = Math.min(Math.max(start - row, 0), batch.numRows());
+          index = (int) skip;
+          row += skip;
         }
         return false;
       }
