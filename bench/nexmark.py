@@ -157,6 +157,31 @@ def _files_table(parquet: str) -> str:
     )
 
 
+_FILE_ROWS: list[int] = []  # rows before each file of --parquet, in the source's order
+
+
+def _file_row(offset: dict[str, int] | None) -> int:
+    """The events before a file source's offset, from its files' row counts (their footers)."""
+    if not offset:
+        return 0
+    before = _FILE_ROWS[min(offset["file"], len(_FILE_ROWS) - 1)]
+    return before + (offset["pos"] if offset["file"] < len(_FILE_ROWS) - 1 else 0)
+
+
+def _count_file_rows(parquet: str) -> None:
+    import pyarrow.parquet as pq
+
+    root = Path(parquet) / "events"
+    files = sorted(
+        str(f)
+        for f in root.rglob("*")
+        if f.is_file() and not any(p.startswith((".", "_")) for p in f.relative_to(root).parts)
+    )
+    _FILE_ROWS[:] = [0]
+    for f in files:
+        _FILE_ROWS.append(_FILE_ROWS[-1] + pq.ParquetFile(f).metadata.num_rows)
+
+
 def _offset(offset: dict[str, int] | None) -> int:
     """An offset of the nexmark source (``n``, the next event) or Spark's rate source."""
     return int((offset or {}).get("n", (offset or {}).get("offset", 0)))
@@ -170,8 +195,9 @@ def _events(progress: Any) -> int:
         start = json.loads(source.startOffset) if source.startOffset else None
         end = json.loads(source.endOffset) if source.endOffset else None
         if "file" in (end or {}):
-            # The file source: offsets are bytes or rows of a file; the rows it gave.
-            read = max(read, int(source.numInputRows))
+            # The file source (Parquet): offsets are a file and a row in it. (Not numInputRows:
+            # a query that reads the table twice counts each row twice there.)
+            read = max(read, _file_row(end) - _file_row(start))
             continue
         read = max(read, _offset(end) - _offset(start))
     return read
@@ -232,6 +258,8 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
     from arroyo.engine.session import SessionSettings, get_or_create_session
 
     spark = get_or_create_session(SessionSettings(parallelism=args.parallelism))
+    if args.parquet:
+        _count_file_rows(args.parquet)
     jvm_pid = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
     # Spark's state store maintenance may still write a snapshot into a checkpoint after its
     # query stopped (CI once saw the removal race it: "Directory not empty"); the session is

@@ -3,6 +3,8 @@ package arroyo.files;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.nio.channels.Channels;
+import java.nio.channels.SeekableByteChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -110,12 +112,18 @@ public final class BoundedFilesSource implements TableProvider {
 
     /** The input files, in the order they are read. */
     List<String> files() {
-      Path root = Paths.get(path);
-      if (Files.isRegularFile(root)) {
-        return List.of(root.toString());
+      Path given = Paths.get(path);
+      if (Files.isRegularFile(given)) {
+        return List.of(given.toString());
       }
-      if (!Files.isDirectory(root)) {
+      if (!Files.isDirectory(given)) {
         return List.of();
+      }
+      Path root;
+      try {
+        root = given.toRealPath(); // a link to a directory: walked where it leads
+      } catch (IOException err) {
+        throw new UncheckedIOException("cannot list '" + path + "'", err);
       }
       Pattern matches = pattern == null ? null : Pattern.compile(pattern);
       try (Stream<Path> walk = Files.walk(root)) {
@@ -142,13 +150,28 @@ public final class BoundedFilesSource implements TableProvider {
     }
 
     /** The file's text, decompressed. */
-    InputStream open(String file) throws IOException {
+    /** The file's lines from byte {@code pos} of its (decompressed) text. */
+    Lines open(String file, long pos) throws IOException {
+      if (compression.equals("none")) {
+        SeekableByteChannel channel = Files.newByteChannel(Paths.get(file));
+        try {
+          channel.position(pos);
+          return new Lines(Channels.newInputStream(channel), pos, pos);
+        } catch (IOException | RuntimeException err) {
+          channel.close();
+          throw err;
+        }
+      }
       InputStream raw = Files.newInputStream(Paths.get(file));
-      return switch (compression) {
-        case "gzip" -> new GZIPInputStream(raw, 1 << 16);
-        case "zstd" -> new com.github.luben.zstd.ZstdInputStream(raw);
-        default -> raw;
-      };
+      try {
+        InputStream text = compression.equals("gzip")
+            ? new GZIPInputStream(raw, 1 << 16)
+            : new com.github.luben.zstd.ZstdInputStream(raw);
+        return new Lines(text, 0, pos); // read from the start: a compressed text has no seek
+      } catch (IOException | RuntimeException err) {
+        raw.close();
+        throw err;
+      }
     }
 
     IOException unreadable(String file, IOException err) {
@@ -167,14 +190,25 @@ public final class BoundedFilesSource implements TableProvider {
     private byte[] line = new byte[256];
     private int length;
 
-    /** The lines of {@code in} from byte {@code pos} (skipped here). */
-    Lines(InputStream in, long pos) throws IOException {
+    /** The lines of {@code in}, which is at byte {@code at} of the text, from byte {@code pos}
+     * (the bytes between read and dropped here). Closes {@code in} if that fails. */
+    Lines(InputStream in, long at, long pos) throws IOException {
       this.in = in;
-      while (this.pos < pos && fill()) {
-        int n = (int) Math.min(filled - at, pos - this.pos);
-        at += n;
-        this.pos += n;
+      this.pos = at;
+      try {
+        while (this.pos < pos && fill()) {
+          int n = (int) Math.min(filled - this.at, pos - this.pos);
+          this.at += n;
+          this.pos += n;
+        }
+      } catch (IOException | RuntimeException err) {
+        in.close();
+        throw err;
       }
+    }
+
+    void close() throws IOException {
+      in.close();
     }
 
     private boolean fill() throws IOException {
@@ -238,7 +272,10 @@ public final class BoundedFilesSource implements TableProvider {
     }
 
     UTF8String text() {
-      int end = length > 0 && line[length - 1] == '\r' ? length - 1 : length;
+      int end = length;
+      while (end > 0 && line[end - 1] == '\r') {
+        end--;
+      }
       // Decoded and encoded again: malformed bytes become U+FFFD, as Python's "replace".
       return UTF8String.fromString(new String(line, 0, end, StandardCharsets.UTF_8));
     }
@@ -387,8 +424,9 @@ public final class BoundedFilesSource implements TableProvider {
           }
           continue;
         }
-        try (InputStream in = config.open(name)) {
-          Lines lines = new Lines(in, pos);
+        Lines lines = null;
+        try {
+          lines = config.open(name, pos);
           while (budget > 0 && lines.next()) {
             if (!lines.blank()) {
               budget--;
@@ -401,6 +439,8 @@ public final class BoundedFilesSource implements TableProvider {
           }
         } catch (IOException err) {
           throw new UncheckedIOException(config.unreadable(name, err));
+        } finally {
+          closeQuietly(lines);
         }
       }
       return new FileOffset(file, pos, 0);
@@ -479,11 +519,9 @@ public final class BoundedFilesSource implements TableProvider {
     if (config.parquet) {
       return ParquetFiles.reader(config.columns, range.file(), range.start(), range.end());
     }
-    InputStream in;
     Lines lines;
     try {
-      in = config.open(range.file());
-      lines = new Lines(in, range.start());
+      lines = config.open(range.file(), range.start());
     } catch (IOException err) {
       throw new UncheckedIOException(config.unreadable(range.file(), err));
     }
@@ -512,8 +550,18 @@ public final class BoundedFilesSource implements TableProvider {
 
       @Override
       public void close() throws IOException {
-        in.close();
+        lines.close();
       }
     };
+  }
+
+  static void closeQuietly(Lines lines) {
+    if (lines != null) {
+      try {
+        lines.close();
+      } catch (IOException err) {
+        // read to the end or failed already: nothing more to report
+      }
+    }
   }
 }
