@@ -28,7 +28,9 @@ work per batch whatever their speed, and stop once ``--events`` have been read.
 ``--input files`` has our engine read the events Flink reads: the Parquet files
 bench/nexmark_events.py writes, through the ``filesystem`` connector (the same columns as the
 ``nexmark`` table, the event time ``date_time``), in batches of ``--batch-rows`` rows; the
-queries run unchanged. The default, ``--input generator``, is the generator in the JVM.
+queries run unchanged. ``--input bids`` is the same with files of ``--events`` bids alone
+(Flink reads them too), for the queries of bids. The default, ``--input generator``, is the
+generator in the JVM.
 
 ``--latency`` measures latency instead: see bench/nexmark_latency.py.
 """
@@ -327,7 +329,7 @@ def _child(
         "--batch-rows", str(args.batch_rows),
         "--rate", str(args.rate),
         "--parallelism", str(args.parallelism),
-        *(["--parquet", str(parquet)] if engine == "arroyo" and args.input == "files" else []),
+        *(["--parquet", str(parquet)] if engine == "arroyo" and args.input != "generator" else []),
     ]  # fmt: skip
 
 
@@ -419,9 +421,10 @@ def main() -> None:
     )
     parser.add_argument(
         "--input",
-        choices=("generator", "files"),
+        choices=("generator", "files", "bids"),
         default="generator",
-        help="what our engine reads: the generator in the JVM, or Flink's Parquet files",
+        help="what our engine reads: the generator in the JVM, or Flink's Parquet files (of "
+        "the whole mix, or of --events bids alone)",
     )
     parser.add_argument("--run-one", choices=("arroyo", "spark"), help=argparse.SUPPRESS)
     parser.add_argument("--parquet", help=argparse.SUPPRESS)
@@ -444,22 +447,27 @@ def main() -> None:
     peers = [p for p in args.peers.split(",") if p and p != "none"]
     if set(peers) - set(ENGINES[1:]):
         parser.error(f"--peers takes spark and flink, not {args.peers}")
+    if args.input == "bids" and "spark" in peers:
+        parser.error("--input bids: the PySpark-by-hand peer reads the generator's whole mix")
     parquet = None
-    if "flink" in peers or args.input == "files":
+    bids = args.input == "bids"
+    if "flink" in peers or args.input != "generator":
         from nexmark_events import write_parquet
 
         from arroyo.engine.session import SessionSettings, get_or_create_session
 
-        parquet = CACHE / f"{args.events}-{args.rate}"
+        parquet = CACHE / f"{args.events}-{args.rate}{'-bids' if bids else ''}"
         print(f"writing {args.events:,} events to {parquet} (once)", file=sys.stderr)
         spark = get_or_create_session(SessionSettings(parallelism=args.parallelism))
-        write_parquet(spark, parquet, args.events, args.rate, args.parallelism)
+        write_parquet(spark, parquet, args.events, args.rate, args.parallelism, bids_only=bids)
         spark.stop()
 
     cores = os.cpu_count()
-    ours_read = "Parquet files" if args.input == "files" else "the generator"
+    ours_read = {"files": "Parquet files", "bids": "Parquet files of bids alone"}.get(
+        args.input, "the generator"
+    )
     print(
-        f"Nexmark, {args.events:,} events ({ours_read} for ours), "
+        f"Nexmark, {args.events:,} {'bids' if bids else 'events'} ({ours_read} for ours), "
         f"parallelism {args.parallelism}, {cores} cores; "
         "events/s steady, per core, with start-up; CPU s per M events; peak RSS MiB; "
         "ours / Flink" + (f"; median of {args.repeat} runs (range)" if args.repeat > 1 else "")

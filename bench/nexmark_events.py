@@ -2,6 +2,7 @@
 hand-written PySpark) and the same events in Parquet (for engines that cannot run it: Flink).
 
     .venv/bin/python bench/nexmark_events.py --events 10000000 --out DIR [--rate 1000000]
+        [--bids-only]
 
 The Parquet layout is the ``nexmark`` table's, flattened one level for portability: one row per
 event with ``event_type`` (0 person, 1 auction, 2 bid), the three nullable structs, and
@@ -10,11 +11,12 @@ every Parquet reader understands (Spark's default INT96 is deprecated). Event ``
 ``BASE_TIME_MS + n / rate`` seconds, the same times the ``nexmark`` connector gives when it
 starts at ``BASE_TIME_MS``.
 
-There are exactly ``--parallelism`` files, range-partitioned by ``date_time`` and sorted by it
-within each: an engine reading them with that parallelism gives each reader one file, read in
-event-time order. More files than readers would break event time: Flink hands files to its
-readers in no particular order, so a reader taking a later file before an earlier one moves its
-watermark past the earlier file's events, which windows then drop as late.
+Row groups hold ``ROW_GROUP_ROWS`` events. There are exactly ``--parallelism`` files,
+range-partitioned by ``date_time`` and sorted by it within each: an engine reading them with
+that parallelism gives each reader one file, read in event-time order. More files than readers
+would break event time: Flink hands files to its readers in no particular order, so a reader
+taking a later file before an earlier one moves its watermark past the earlier file's events,
+which windows then drop as late.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ from arroyo.engine.session import SessionSettings, get_or_create_session
 # 2026-01-01T00:00:00Z: a fixed start, so a Parquet file is the same whenever it is written.
 BASE_TIME_MS = 1_767_225_600_000
 MANIFEST = "nexmark.json"
+# Rows per Parquet row group: the unit a reader can hand to a core. Spark's default (128 MB)
+# makes one group of a 5 M-event file, which one task must decode whole; 50,000 rows (about
+# 2 MB) give a 500 K-event micro-batch ten groups to share among its cores.
+ROW_GROUP_ROWS = 50_000
 
 
 def generated(spark: SparkSession, events: int, rate: float, partitions: int) -> DataFrame:
@@ -43,15 +49,36 @@ def generated(spark: SparkSession, events: int, rate: float, partitions: int) ->
 
 
 def write_parquet(
-    spark: SparkSession, out: Path, events: int, rate: float, partitions: int
+    spark: SparkSession,
+    out: Path,
+    events: int,
+    rate: float,
+    partitions: int,
+    *,
+    bids_only: bool = False,
 ) -> Path:
-    """Writes (or reuses, when the manifest says it holds the same events) ``out``."""
+    """Writes (or reuses, when the manifest says it holds the same events) ``out``. With
+    ``bids_only``, the first ``events`` bids of the stream (its other events left out, the bids'
+    times as they were), for queries of bids alone."""
     manifest = out / MANIFEST
-    wanted = {"events": events, "rate": rate, "base_time_ms": BASE_TIME_MS, "files": partitions}
+    wanted = {
+        "events": events,
+        "rate": rate,
+        "base_time_ms": BASE_TIME_MS,
+        "files": partitions,
+        "row_group_rows": ROW_GROUP_ROWS,
+        "bids_only": bids_only,
+    }
     if manifest.exists() and json.loads(manifest.read_text()) == wanted:
         return out
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
-    df = generated(spark, events, rate, partitions)
+    if bids_only:
+        # 46 of every 50 events are bids: enough events for ``events`` bids, then the first
+        # ``events`` of them in event time (each event has a time of its own).
+        df = generated(spark, (events // 46 + 1) * 50, rate, partitions)
+        df = df.filter(F.col("bid").isNotNull()).orderBy("_timestamp").limit(events)
+    else:
+        df = generated(spark, events, rate, partitions)
     kind = F.when(F.col("person").isNotNull(), 0).when(F.col("auction").isNotNull(), 1)
     df = df.select(
         kind.otherwise(2).cast("int").alias("event_type"),
@@ -63,7 +90,7 @@ def write_parquet(
     # One file per reader, each in event-time order (see the module's docstring).
     df.repartitionByRange(partitions, "date_time").sortWithinPartitions("date_time").write.mode(
         "overwrite"
-    ).parquet(str(out / "events"))
+    ).option("parquet.block.row.count.limit", ROW_GROUP_ROWS).parquet(str(out / "events"))
     manifest.write_text(json.dumps(wanted))
     return out
 
@@ -74,10 +101,13 @@ def main() -> None:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--rate", type=float, default=1_000_000, help="events per second")
     parser.add_argument("--parallelism", type=int, default=2)
+    parser.add_argument("--bids-only", action="store_true", help="bids alone, --events of them")
     args = parser.parse_args()
     spark = get_or_create_session(SessionSettings(parallelism=args.parallelism))
     started = time.monotonic()
-    write_parquet(spark, args.out, args.events, args.rate, args.parallelism)
+    write_parquet(
+        spark, args.out, args.events, args.rate, args.parallelism, bids_only=args.bids_only
+    )
     print(f"{args.events:,} events in {args.out} ({time.monotonic() - started:.1f} s)")
 
 

@@ -32,11 +32,13 @@ def _files(root: Path) -> Path:
     return root
 
 
-def _stream(spark: SparkSession, reader: DataFrame, work: Path) -> tuple[list[Row], int]:
+def _stream(
+    spark: SparkSession, reader: DataFrame, work: Path, batches: list[int] | None = None
+) -> tuple[list[Row], int]:
     """The rows of a bounded stream until its first end-of-input marker, and the number of
-    batches that carried rows."""
+    batches that carried rows (their sizes into ``batches``)."""
     rows: list[Row] = []
-    batches: list[int] = []
+    batches = [] if batches is None else batches
     ended: list[bool] = []
 
     def take(df: DataFrame, _batch_id: int) -> None:
@@ -120,17 +122,64 @@ def test_a_linked_directory_is_read_where_it_leads(spark: SparkSession, tmp_path
     assert len(rows) == 39
 
 
-def test_parquet_structs_of_other_fields_are_refused_naming_the_file(
-    spark: SparkSession, tmp_path: Path
-) -> None:
-    """Spark casts structs field by position: a struct whose fields are in another order would
-    put one field's values in the other, so it is refused."""
+def test_parquet_structs_are_read_by_name(spark: SparkSession, tmp_path: Path) -> None:
+    """Struct fields in another order than the table's land in their own fields; a field the
+    file lacks is null, and one the table lacks is not read."""
     root = tmp_path / "in"
     root.mkdir()
-    pq.write_table(pa.table({"s": [{"b": "x", "a": "y"}]}), root / "swapped.parquet")
-    reader = _jvm(spark, root, 0, mode="parquet", columns="`s` STRUCT<a: STRING, b: STRING>")
-    with pytest.raises(Exception, match=r"swapped\.parquet.*'s' has the fields \(b, a\)"):
-        _stream(spark, reader, tmp_path / "work")
+    s = [{"b": "x", "a": "y", "extra": 1}]
+    pq.write_table(pa.table({"s": s, "t": [[{"q": 2}]]}), root / "swapped.parquet")
+    columns = "`s` STRUCT<a: STRING, b: STRING, c: BIGINT>, `t` ARRAY<STRUCT<p: INT, q: BIGINT>>"
+    rows, _ = _stream(spark, _jvm(spark, root, 0, mode="parquet", columns=columns), tmp_path / "w")
+    assert [(r["s"].asDict(), [e.asDict() for e in r["t"]]) for r in rows] == [
+        ({"a": "y", "b": "x", "c": None}, [{"p": None, "q": 2}])
+    ]
+
+
+def test_parquet_int96_timestamps_are_read(spark: SparkSession, tmp_path: Path) -> None:
+    """Spark's old default timestamp encoding, still common in data lakes."""
+    root = tmp_path / "in"
+    root.mkdir()
+    when = pa.array([1_700_000_000_000_000], pa.timestamp("us", tz="UTC"))
+    pq.write_table(
+        pa.table({"t": when}), root / "old.parquet", use_deprecated_int96_timestamps=True
+    )
+    rows, _ = _stream(
+        spark, _jvm(spark, root, 0, mode="parquet", columns="`t` TIMESTAMP"), tmp_path / "w"
+    )
+    batch = spark.read.parquet(str(root / "old.parquet")).collect()
+    assert [r["t"] for r in rows] == [r.t for r in batch] and batch[0].t is not None
+
+
+def test_parquet_of_a_type_that_cannot_be_cast_fails_naming_file_and_column(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    root = tmp_path / "in"
+    root.mkdir()
+    pq.write_table(pa.table({"n": [{"a": 1}]}), root / "nested.parquet")
+    reader = _jvm(spark, root, 0, mode="parquet", columns="`n` BIGINT")
+    with pytest.raises(Exception, match=r"nested\.parquet.*column 'n' is struct<a:bigint>.*bigint"):
+        _stream(spark, reader, tmp_path / "w")
+
+
+@pytest.mark.parametrize(
+    ("cap", "sizes"), [(50_000, [40_000, 20_000]), (15_000, [15_000, 5_000] * 3)]
+)
+def test_parquet_batches_end_at_row_groups_where_the_cap_allows(
+    spark: SparkSession, tmp_path: Path, cap: int, sizes: list[int]
+) -> None:
+    """Three row groups of 20,000 rows: a cap of 50,000 takes two whole groups, then the third
+    (no task decodes rows another batch gives); a cap below a group takes part of it, then the
+    rest. Every row once."""
+    root = tmp_path / "in"
+    root.mkdir()
+    pq.write_table(pa.table({"n": range(60_000)}), root / "groups.parquet", row_group_size=20_000)
+    assert pq.ParquetFile(root / "groups.parquet").metadata.num_row_groups == 3
+    got: list[int] = []
+    reader = _jvm(spark, root, cap, mode="parquet", columns="`n` BIGINT")
+    rows, _ = _stream(spark, reader, tmp_path / "w", got)
+    assert got == sizes
+    assert sorted(r["n"] for r in rows) == list(range(60_000))
 
 
 def test_a_missing_path_is_empty_and_ends(spark: SparkSession, tmp_path: Path) -> None:

@@ -254,3 +254,37 @@ def test_options_that_do_not_apply_or_do_not_read_are_refused(
         )
     text = "\n".join(d.message for d in caught.value.diagnostics)
     assert message in text, text
+
+
+def test_a_parquet_source_reads_only_the_columns_its_query_uses(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Spark pushes no column pruning into a streaming source; the engine tells the Parquet
+    source which columns each query uses, and it decodes only those. Seen from outside: a column
+    whose values cannot be read as the table's type fails the query that reads it and not one
+    that does not, and the columns read hold the file's values (also through a UNION, which
+    uses its inputs by position)."""
+    data = tmp_path / "in"
+    data.mkdir()
+    table = pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"], "bad": [{"x": 1}] * 3})
+    pq.write_table(table, data / "a.parquet")
+    head = f"""CREATE TABLE t (id BIGINT, name TEXT, bad BIGINT) WITH (connector = 'filesystem',
+    path = '{data}', type = 'source', format = 'parquet');
+CREATE TABLE out WITH (connector = 'single_file', path = '{{out}}', type = 'sink',
+    format = 'json');
+"""
+    for i, query in enumerate(
+        [
+            "INSERT INTO out SELECT id, upper(name) AS name FROM t WHERE id > 1;",
+            "INSERT INTO out SELECT id, upper(name) AS name FROM t WHERE id = 2 "
+            "UNION ALL SELECT id, upper(name) AS name FROM t WHERE id = 3;",
+        ]
+    ):
+        out = tmp_path / f"out{i}.json"
+        sql = head.format(out=out) + query
+        assert _run(spark, sql, tmp_path / f"state{i}").wait(timeout=300)
+        got = sorted(json.loads(line)["name"] for line in out.read_text().splitlines() if line)
+        assert got == ["B", "C"], query
+    sql = head.format(out=tmp_path / "bad.json") + "INSERT INTO out SELECT id, bad FROM t;"
+    with pytest.raises(JobFailedError, match=r"a\.parquet.*column 'bad' is struct<x:bigint>"):
+        _run(spark, sql, tmp_path / "state-bad").wait(timeout=300)

@@ -30,6 +30,16 @@ def end_of_input_sources(df: DataFrame) -> set[str]:
     return {name[len(EOI_METRIC) :] for name in _end_of_input_observers(df)}
 
 
+def declare_column_use(df: DataFrame, checkpoint: str) -> None:
+    """Tell the query's Parquet file sources which of their columns it uses, so that they
+    decode only those (Spark pushes no column pruning into a streaming source):
+    libs/arroyo/java/arroyo/files/ColumnUse.java. ``checkpoint``: the query's checkpoint
+    directory, absolute, before the query starts."""
+    jvm = df.sparkSession._jvm
+    assert jvm is not None
+    jvm.arroyo.files.ColumnUse.require(_analysed(df), checkpoint)
+
+
 def reads_bounded_only(df: DataFrame) -> bool:
     """Whether every stream a query reads ends by itself: each bounded source observes its
     end-of-input marker once per read, so the plan has as many observers as streams."""

@@ -42,7 +42,7 @@ from arroyo.engine.build import (
 )
 from arroyo.engine.changelog import Changelog
 from arroyo.engine.per_batch import PerBatchQuery
-from arroyo.engine.plans import end_of_input_sources, stateful_operator
+from arroyo.engine.plans import declare_column_use, end_of_input_sources, stateful_operator
 from arroyo.engine.session import (
     PROVIDER_CLASS,
     ROCKSDB_PROVIDER,
@@ -216,6 +216,7 @@ class PipelineRunner:
         df = self.spark.sql(spec.sql)
         sources = end_of_input_sources(df)
         query_dir = self.state_dir / "queries" / f"{index}-{sink.name}"
+        declare_column_use(df, os.path.abspath(query_dir / "checkpoint"))
         context = WriteContext(self.spark, query_dir / "sink", self.state_dir)
         if spec.updating_ttl_ms is not None:
             # Read by the state store of this query's aggregate (the state directory Spark

@@ -3,6 +3,7 @@ lookup table's static read, for the connectors of local files."""
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Literal
 
@@ -51,7 +52,9 @@ def read_stream(
         .option("compression", selection.compression)
     )
     if mode == "parquet":
-        reader = reader.option("columns", _columns_ddl(table))
+        # use_id: how the engine tells this source which columns each query uses
+        # (arroyo.engine.plans.declare_column_use); one per read, so per table view.
+        reader = reader.option("columns", _columns_ddl(table)).option("use_id", uuid.uuid4().hex)
     return reader.load()
 
 

@@ -36,16 +36,18 @@ import org.apache.spark.sql.connector.read.streaming.Offset;
 import org.apache.spark.sql.connector.read.streaming.ReadLimit;
 import org.apache.spark.sql.connector.read.streaming.ReadMaxRows;
 import org.apache.spark.sql.connector.read.streaming.SupportsAdmissionControl;
+import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.apache.spark.unsafe.types.UTF8String;
 
 /**
  * Files as a bounded stream read in the executors' JVMs: the {@code single_file} and
  * {@code filesystem} sources. Mode {@code lines}: one record per non-blank line (JSON, raw
  * text, Debezium JSON...), which Spark SQL then decodes. Mode {@code parquet}: the rows of
- * Parquet files, read by Spark's vectorised Parquet reader and cast to the table's columns (a
- * column a file lacks is null).
+ * Parquet files, read by Spark's own Parquet reader a row group per task and cast to the table's
+ * columns (see {@link ParquetFiles}).
  *
  * <p>Why not Spark's own file source: a bounded table must end, and its end must push the
  * watermark past every row so that open windows flush (Arroyo's semantics). Spark's file source
@@ -91,6 +93,7 @@ public final class BoundedFilesSource implements TableProvider {
     final String pattern;
     final String compression;
     final long maxRecords;
+    final String useId;
 
     Config(CaseInsensitiveStringMap options) {
       path = options.get("path");
@@ -100,14 +103,17 @@ public final class BoundedFilesSource implements TableProvider {
       pattern = given.isEmpty() ? null : given;
       compression = options.getOrDefault("compression", "none");
       maxRecords = Long.parseLong(options.getOrDefault("max_records", "0"));
+      useId = options.getOrDefault("use_id", "");
       if (!Set.of("none", "gzip", "zstd").contains(compression)) {
         throw new IllegalArgumentException("unknown compression '" + compression + "'");
       }
     }
 
     StructType schema() {
-      String data = parquet ? columns.toDDL() : "`value` STRING";
-      return StructType.fromDDL(data + ", " + CONTROL);
+      StructType data = parquet ? columns : StructType.fromDDL("`value` STRING");
+      List<StructField> fields = new ArrayList<>(List.of(data.fields()));
+      fields.addAll(List.of(StructType.fromDDL(CONTROL).fields()));
+      return new StructType(fields.toArray(new StructField[0]));
     }
 
     /** The input files, in the order they are read. */
@@ -149,7 +155,6 @@ public final class BoundedFilesSource implements TableProvider {
       return true;
     }
 
-    /** The file's text, decompressed. */
     /** The file's lines from byte {@code pos} of its (decompressed) text. */
     Lines open(String file, long pos) throws IOException {
       if (compression.equals("none")) {
@@ -310,23 +315,37 @@ public final class BoundedFilesSource implements TableProvider {
 
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
-      Config config = new Config(options);
-      return () -> new Scan() {
-        @Override
-        public StructType readSchema() {
-          return config.schema();
-        }
+      return new FilesScan(new Config(options));
+    }
+  }
 
-        @Override
-        public String description() {
-          return "arroyo_files(" + config.path + ")";
-        }
+  /** A scan of the files. (Spark pushes no column pruning into a micro-batch scan: see
+   * {@link ColumnUse} for how a Parquet source learns which columns its query uses.) */
+  static final class FilesScan implements ScanBuilder, Scan {
+    private final Config config;
 
-        @Override
-        public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
-          return new FilesStream(config);
-        }
-      };
+    FilesScan(Config config) {
+      this.config = config;
+    }
+
+    @Override
+    public Scan build() {
+      return this;
+    }
+
+    @Override
+    public StructType readSchema() {
+      return config.schema();
+    }
+
+    @Override
+    public String description() {
+      return "arroyo_files(" + config.path + ")";
+    }
+
+    @Override
+    public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
+      return new FilesStream(config, ColumnUse.used(checkpointLocation, config.useId));
     }
   }
 
@@ -364,8 +383,8 @@ public final class BoundedFilesSource implements TableProvider {
     }
   }
 
-  /** Records {@code [start, end)} of one file: bytes of lines, rows of Parquet ({@code end} -1:
-   * to its end). */
+  /** Bytes {@code [start, end)} of one file of lines ({@code end} -1: to its end). Parquet's
+   * partitions are {@link ParquetFiles.Part}s. */
   record Range(String file, long start, long end) implements InputPartition {}
 
   /** The end-of-input marker row. */
@@ -373,9 +392,13 @@ public final class BoundedFilesSource implements TableProvider {
 
   static final class FilesStream implements MicroBatchStream, SupportsAdmissionControl {
     private final Config config;
+    private final Map<String, ParquetFiles.Footer> footers = new java.util.HashMap<>();
+    private final ParquetFiles.Readers readers;
 
-    FilesStream(Config config) {
+    /** {@code used}: the columns the query uses, or null for all. */
+    FilesStream(Config config, Set<String> used) {
       this.config = config;
+      readers = config.parquet ? new ParquetFiles.Readers(config.columns, used) : null;
     }
 
     @Override
@@ -409,16 +432,25 @@ public final class BoundedFilesSource implements TableProvider {
         return new FileOffset(files.size(), 0, 0);
       }
       long budget = max.maxRows();
+      long taken = 0;
       int file = start.file;
       long pos = start.pos;
       while (budget > 0 && file < files.size()) {
         String name = files.get(file);
         if (config.parquet) {
-          long rows = ParquetFiles.rows(name);
-          long take = Math.min(budget, rows - pos);
+          // Whole row groups while they fit the cap; part of one only when none fit yet.
+          ParquetFiles.Footer footer = footer(name);
+          long take = Math.min(footer.groupEnd(pos), footer.total()) - pos;
+          if (take > budget) {
+            if (taken > 0) {
+              break;
+            }
+            take = budget;
+          }
           budget -= take;
+          taken += take;
           pos += take;
-          if (pos >= rows) {
+          if (pos >= footer.total()) {
             file++;
             pos = 0;
           }
@@ -446,19 +478,35 @@ public final class BoundedFilesSource implements TableProvider {
       return new FileOffset(file, pos, 0);
     }
 
+    /** A Parquet file's footer, read once per query (the files of a bounded input do not
+     * change while it is read). */
+    private ParquetFiles.Footer footer(String file) {
+      return footers.computeIfAbsent(file, f -> ParquetFiles.footer(f,
+          org.apache.spark.sql.SparkSession.active().sparkContext().hadoopConfiguration()));
+    }
+
     @Override
     public InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
       FileOffset start = (FileOffset) startOffset;
       FileOffset end = (FileOffset) endOffset;
       List<String> files = config.files();
       List<InputPartition> parts = new ArrayList<>();
+      List<Range> parquet = new ArrayList<>();
       for (int i = start.file; i < Math.min(end.file + 1, files.size()); i++) {
         long lo = i == start.file ? start.pos : 0;
         long hi = i == end.file ? end.pos : -1;
         if (i == end.file && hi == 0) {
           continue;
         }
+        if (config.parquet) {
+          long total = footer(files.get(i)).total();
+          parquet.add(new Range(files.get(i), lo, hi < 0 ? total : hi));
+          continue;
+        }
         parts.add(new Range(files.get(i), lo, hi));
+      }
+      if (!parquet.isEmpty()) {
+        parts.addAll(readers.plan(parquet, this::footer));
       }
       if (end.eoi > start.eoi) {
         parts.add(new EndOfInput());
@@ -490,6 +538,16 @@ public final class BoundedFilesSource implements TableProvider {
     public PartitionReader<InternalRow> createReader(InputPartition partition) {
       return reader(config, partition);
     }
+
+    @Override
+    public boolean supportColumnarReads(InputPartition partition) {
+      return partition instanceof ParquetFiles.Part part && part.columnar();
+    }
+
+    @Override
+    public PartitionReader<ColumnarBatch> createColumnarReader(InputPartition partition) {
+      return ParquetFiles.batches(config.columns, (ParquetFiles.Part) partition);
+    }
   }
 
   static PartitionReader<InternalRow> reader(Config config, InputPartition partition) {
@@ -515,10 +573,10 @@ public final class BoundedFilesSource implements TableProvider {
         public void close() {}
       };
     }
-    Range range = (Range) partition;
-    if (config.parquet) {
-      return ParquetFiles.reader(config.columns, range.file(), range.start(), range.end());
+    if (partition instanceof ParquetFiles.Part part) {
+      return ParquetFiles.reader(config.columns, part);
     }
+    Range range = (Range) partition;
     Lines lines;
     try {
       lines = config.open(range.file(), range.start());

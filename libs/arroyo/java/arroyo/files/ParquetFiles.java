@@ -1,53 +1,68 @@
 package arroyo.files;
 
+import java.io.Closeable;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.parquet.hadoop.ParquetFileReader;
+import org.apache.parquet.hadoop.metadata.BlockMetaData;
 import org.apache.parquet.hadoop.util.HadoopInputFile;
-import org.apache.parquet.schema.MessageType;
+import org.apache.spark.paths.SparkPath$;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.InternalRow$;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
 import org.apache.spark.sql.catalyst.expressions.Cast;
 import org.apache.spark.sql.catalyst.expressions.EvalMode$;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.connector.read.InputPartition;
 import org.apache.spark.sql.connector.read.PartitionReader;
+import org.apache.spark.sql.execution.datasources.FileFormat$;
+import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.execution.datasources.PartitionedFile$;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetToSparkSchemaConverter;
-import org.apache.spark.sql.execution.datasources.parquet.VectorizedParquetRecordReader;
 import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.sources.Filter;
+import org.apache.spark.sql.types.ArrayType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.MapType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.execution.vectorized.ConstantColumnVector;
+import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 
+import scala.Function1;
 import scala.Option;
+import scala.collection.Iterator;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * Parquet files for {@link BoundedFilesSource}: their row counts (from the footer) and rows
- * {@code [start, end)} of one, read by Spark's vectorised reader and cast to the table's columns
- * as Spark SQL casts them under ANSI rules (a value that does not fit fails the query). A
- * column the file lacks is null. Not read yet, and refused with the file's name: INT96 and
- * nanosecond timestamps (Spark's test reader this uses takes neither), and structs whose fields
- * are not the table's in its order.
+ * Parquet files for {@link BoundedFilesSource}, read by Spark's own Parquet reader (the one
+ * {@code spark.read.parquet} uses: vectorised, nested columns, INT96 and legacy timestamps,
+ * the session's Parquet settings) and cast to the table's columns as Spark SQL casts them under
+ * ANSI rules (a value that does not fit fails the query, naming the file).
+ *
+ * <p>Columns and struct fields are matched by name (case-insensitively, as Spark does); one the
+ * file lacks is null. The unit of parallelism is the row group: the rows of a micro-batch are
+ * cut at row groups into about one partition per core, and the source ends its batches at
+ * row-group boundaries where its cap allows, so no task decodes rows it does not give. Whole
+ * row groups of files with the table's columns are read as columnar batches, as Spark reads
+ * its own Parquet tables; anything else a row at a time, cast.
  */
 final class ParquetFiles {
-  private static final int BATCH_ROWS = 4096;
-
   private ParquetFiles() {}
-
-  private static MessageType footerSchema(String file, Configuration conf) throws IOException {
-    try (ParquetFileReader reader = ParquetFileReader.open(
-        HadoopInputFile.fromPath(new org.apache.hadoop.fs.Path(file), conf))) {
-      return reader.getFooter().getFileMetaData().getSchema();
-    }
-  }
 
   /** An error that names the file (Spark's own name the column where they know it). */
   static UncheckedIOException unreadable(String file, Exception err) {
@@ -55,110 +70,357 @@ final class ParquetFiles {
     return new UncheckedIOException(new IOException(message, err));
   }
 
-  private static void closeQuietly(VectorizedParquetRecordReader reader) {
-    try {
-      reader.close();
+  /** A file's row groups (rows, and bytes from the first page to the last) and columns. */
+  record Footer(long size, long[] rows, long[] firstRows, long[] starts, long[] ends,
+      StructType schema) {
+    long total() {
+      return rows.length == 0 ? 0 : firstRows[rows.length - 1] + rows[rows.length - 1];
+    }
+
+    /** The row group that holds row {@code row} (the last one past the end). */
+    int group(long row) {
+      int g = 0;
+      while (g < rows.length - 1 && firstRows[g] + rows[g] <= row) {
+        g++;
+      }
+      return g;
+    }
+
+    /** The row after the group that holds {@code row}. */
+    long groupEnd(long row) {
+      int g = group(row);
+      return rows.length == 0 ? 0 : firstRows[g] + rows[g];
+    }
+  }
+
+  static Footer footer(String file, Configuration conf) {
+    org.apache.hadoop.fs.Path path = new org.apache.hadoop.fs.Path(file);
+    try (ParquetFileReader reader = ParquetFileReader.open(HadoopInputFile.fromPath(path, conf))) {
+      List<BlockMetaData> blocks = reader.getFooter().getBlocks();
+      int n = blocks.size();
+      long[] rows = new long[n];
+      long[] firstRows = new long[n];
+      long[] starts = new long[n];
+      long[] ends = new long[n];
+      long row = 0;
+      for (int g = 0; g < n; g++) {
+        BlockMetaData block = blocks.get(g);
+        rows[g] = block.getRowCount();
+        firstRows[g] = row;
+        row += rows[g];
+        starts[g] = block.getStartingPos();
+        ends[g] = block.getStartingPos() + block.getCompressedSize();
+      }
+      StructType schema = new ParquetToSparkSchemaConverter(SQLConf.get())
+          .convert(reader.getFooter().getFileMetaData().getSchema());
+      long size = path.getFileSystem(conf).getFileStatus(path).getLen();
+      return new Footer(size, rows, firstRows, starts, ends, schema);
     } catch (IOException | RuntimeException err) {
-      // failed already: the first error is the one reported
+      throw unreadable(file, err);
     }
   }
 
   /**
-   * Refuses a struct whose fields are not the table's, in its order: Spark casts structs field
-   * by position, which would put one field's values in another. (Reading them by name is left
-   * to do.)
+   * Rows {@code [start, end)} of a file, in its row groups whose bytes are
+   * {@code [byteStart, byteEnd)} and whose first row is {@code firstRow}; read as {@code read}
+   * (the table's columns the query uses and the file has, with the file's types) by
+   * {@code reader}, Spark's, in columnar batches when {@code columnar} (then {@code read} has
+   * the table's types). The table's other columns are null.
    */
-  private static void checkFields(String file, String column, DataType given, DataType wanted) {
-    if (given instanceof StructType g && wanted instanceof StructType w) {
-      if (!List.of(g.fieldNames()).equals(List.of(w.fieldNames()))) {
-        throw new IllegalArgumentException("column '" + column + "' has the fields ("
-            + String.join(", ", g.fieldNames()) + "), not the table's ("
-            + String.join(", ", w.fieldNames()) + ") in that order");
-      }
-      for (StructField field : w.fields()) {
-        checkFields(file, column + "." + field.name(), g.apply(field.name()).dataType(),
-            field.dataType());
-      }
-    } else if (given instanceof org.apache.spark.sql.types.ArrayType g
-        && wanted instanceof org.apache.spark.sql.types.ArrayType w) {
-      checkFields(file, column + "[]", g.elementType(), w.elementType());
-    }
-  }
+  record Part(String file, long size, long firstRow, long start, long end, long byteStart,
+      long byteEnd, StructType read, boolean columnar,
+      Function1<PartitionedFile, Iterator<InternalRow>> reader) implements InputPartition {}
 
-  static long rows(String file) {
-    try (ParquetFileReader reader = ParquetFileReader.open(
-        HadoopInputFile.fromPath(new org.apache.hadoop.fs.Path(file), new Configuration()))) {
-      return reader.getRecordCount();
-    } catch (IOException | RuntimeException err) {
-      throw unreadable(file, err);
-    }
-  }
+  /** Spark's Parquet readers, built on the driver once per schema read and kind (each
+   * broadcasts its Hadoop configuration). */
+  static final class Readers {
+    private final StructType columns; // of the table
+    private final StructType used; // of those, the ones read (the others are null)
+    private final Map<List<Object>, Function1<PartitionedFile, Iterator<InternalRow>>> built =
+        new HashMap<>();
 
-  static PartitionReader<InternalRow> reader(StructType columns, String file, long start, long end) {
-    Configuration conf = new Configuration();
-    VectorizedParquetRecordReader reader = new VectorizedParquetRecordReader(false, BATCH_ROWS);
-    UnsafeProjection projection;
-    try {
-      StructType types = new ParquetToSparkSchemaConverter(SQLConf.get()).convert(footerSchema(file, conf));
-      List<String> present = new ArrayList<>();
-      List<Expression> values = new ArrayList<>();
+    Readers(StructType columns, Set<String> used) {
+      this.columns = columns;
+      List<StructField> read = new ArrayList<>();
       for (StructField column : columns.fields()) {
-        DataType wanted = column.dataType();
-        if (!List.of(types.fieldNames()).contains(column.name())) {
-          values.add(Literal.create(null, wanted));
-          continue;
+        if (used == null || used.contains(column.name())) {
+          read.add(column);
         }
-        DataType given = types.apply(column.name()).dataType();
-        checkFields(file, column.name(), given, wanted);
-        Expression read = new BoundReference(present.size(), given, true);
-        present.add(column.name());
-        values.add(given.equals(wanted)
-            ? read
-            : new Cast(read, wanted, Option.apply("UTC"), EvalMode$.MODULE$.ANSI()));
       }
-      values.add(Literal.create(null, DataTypes.TimestampType));
-      values.add(Literal.create(false, DataTypes.BooleanType));
-      projection = UnsafeProjection.create(CollectionConverters.asScala(values).toList());
-      reader.initialize(file, present);
-    } catch (IOException | RuntimeException err) {
-      closeQuietly(reader);
+      this.used = new StructType(read.toArray(new StructField[0]));
+    }
+
+    /**
+     * The partitions of one micro-batch, rows {@code [start, end)} of each range's file: the
+     * row groups in order, cut into about one partition per core (a partition is whole row
+     * groups, but for rows of a group an earlier or later batch reads). When every partition
+     * is whole row groups of files whose columns are the table's, they are read as columnar
+     * batches, as Spark reads its own Parquet tables; otherwise a row at a time, cast.
+     */
+    List<InputPartition> plan(List<BoundedFilesSource.Range> ranges,
+        java.util.function.Function<String, Footer> footers) {
+      SparkSession spark = SparkSession.active();
+      long total = 0;
+      for (BoundedFilesSource.Range range : ranges) {
+        total += range.end() - range.start();
+      }
+      int cores = Math.max(1, spark.sparkContext().defaultParallelism());
+      long target = Math.max(1, (total + cores - 1) / cores);
+      List<long[]> chunks = new ArrayList<>(); // range index, first group, last group
+      boolean columnar = new ParquetFileFormat().supportBatch(spark, schema(used));
+      Map<String, StructType> reads = new HashMap<>();
+      for (int r = 0; r < ranges.size(); r++) {
+        BoundedFilesSource.Range range = ranges.get(r);
+        Footer footer = footers.apply(range.file());
+        StructType read = requested(range.file(), used, footer.schema());
+        reads.put(range.file(), read);
+        columnar &= DataType.equalsIgnoreNullability(read, used);
+        int g = footer.group(range.start());
+        while (g < footer.rows().length && footer.firstRows()[g] < range.end()) {
+          int first = g;
+          long rows = 0;
+          do {
+            rows += Math.min(range.end(), footer.firstRows()[g] + footer.rows()[g])
+                - Math.max(range.start(), footer.firstRows()[g]);
+            g++;
+          } while (rows < target && g < footer.rows().length
+              && footer.firstRows()[g] < range.end());
+          chunks.add(new long[] {r, first, g - 1});
+          columnar &= footer.firstRows()[first] >= range.start();
+          columnar &= footer.firstRows()[g - 1] + footer.rows()[g - 1] <= range.end();
+        }
+      }
+      List<InputPartition> parts = new ArrayList<>();
+      boolean batches = columnar;
+      for (long[] chunk : chunks) {
+        BoundedFilesSource.Range range = ranges.get((int) chunk[0]);
+        Footer footer = footers.apply(range.file());
+        int first = (int) chunk[1];
+        int last = (int) chunk[2];
+        StructType read = batches ? used : reads.get(range.file());
+        Function1<PartitionedFile, Iterator<InternalRow>> reader = built.computeIfAbsent(
+            List.of(read, batches), key -> sparkReader(read, batches));
+        long from = footer.firstRows()[first];
+        parts.add(new Part(range.file(), footer.size(), from, Math.max(range.start(), from),
+            Math.min(range.end(), footer.firstRows()[last] + footer.rows()[last]),
+            footer.starts()[first], footer.ends()[last], read, batches, reader));
+      }
+      return parts;
+    }
+  }
+
+  /** The control columns, given as constants of each file (Spark's partition values). */
+  private static final StructType CONTROL = StructType.fromDDL(BoundedFilesSource.CONTROL);
+
+  private static StructType schema(StructType columns) {
+    List<StructField> fields = new ArrayList<>(List.of(columns.fields()));
+    fields.addAll(List.of(CONTROL.fields()));
+    return new StructType(fields.toArray(new StructField[0]));
+  }
+
+  private static Function1<PartitionedFile, Iterator<InternalRow>> sparkReader(StructType read,
+      boolean columnar) {
+    SparkSession spark = SparkSession.active();
+    ParquetFileFormat format = new ParquetFileFormat();
+    scala.collection.immutable.Map<String, String> options =
+        new scala.collection.immutable.Map.Map1<>(FileFormat$.MODULE$.OPTION_RETURNING_BATCH(),
+            String.valueOf(columnar));
+    return format.buildReaderWithPartitionValues(spark, read,
+        columnar ? CONTROL : new StructType(), read,
+        CollectionConverters.asScala(List.<Filter>of()).toList(), options,
+        format.getHadoopConf(spark, options));
+  }
+
+  /**
+   * What to read of a file for the table's {@code columns}: each column the file has, named as
+   * the table names it, with the file's types where they are leaves and the table's structure
+   * (fields in its order, by name) where they are structs, arrays or maps. Cast to the table's
+   * type by position after that, each value lands in its own field.
+   */
+  static StructType requested(String file, StructType columns, StructType given) {
+    List<StructField> fields = new ArrayList<>();
+    for (StructField column : columns.fields()) {
+      StructField found = find(given, column.name());
+      if (found != null) {
+        DataType type = requested(column.dataType(), found.dataType());
+        if (!type.equals(column.dataType()) && !Cast.canAnsiCast(type, column.dataType())) {
+          // No cause under it: the message a user is shown is the innermost one.
+          throw new UncheckedIOException(new IOException("cannot read '" + file
+              + "' as Parquet: column '" + column.name() + "' is "
+              + found.dataType().simpleString() + " in the file, which cannot be cast to the"
+              + " table's " + column.dataType().simpleString()));
+        }
+        fields.add(new StructField(column.name(), type, true, column.metadata()));
+      }
+    }
+    return new StructType(fields.toArray(new StructField[0]));
+  }
+
+  private static DataType requested(DataType wanted, DataType given) {
+    if (wanted instanceof StructType w && given instanceof StructType g) {
+      List<StructField> fields = new ArrayList<>();
+      for (StructField field : w.fields()) {
+        StructField found = find(g, field.name());
+        // A field the file lacks is read as null (Spark's reader fills missing fields).
+        DataType type = found == null ? field.dataType() : requested(field.dataType(),
+            found.dataType());
+        fields.add(new StructField(field.name(), type, true, field.metadata()));
+      }
+      return new StructType(fields.toArray(new StructField[0]));
+    }
+    if (wanted instanceof ArrayType w && given instanceof ArrayType g) {
+      return new ArrayType(requested(w.elementType(), g.elementType()), true);
+    }
+    if (wanted instanceof MapType w && given instanceof MapType g) {
+      return new MapType(requested(w.keyType(), g.keyType()),
+          requested(w.valueType(), g.valueType()), true);
+    }
+    return given;
+  }
+
+  private static StructField find(StructType struct, String name) {
+    for (StructField field : struct.fields()) {
+      if (field.name().equals(name)) {
+        return field;
+      }
+    }
+    for (StructField field : struct.fields()) {
+      if (field.name().equalsIgnoreCase(name)) {
+        return field;
+      }
+    }
+    return null;
+  }
+
+  /** The table's row (its columns, then the two control columns) from a row read as
+   * {@code read}. */
+  private static UnsafeProjection projection(StructType columns, StructType read) {
+    List<Expression> values = new ArrayList<>();
+    for (StructField column : columns.fields()) {
+      int index = List.of(read.fieldNames()).indexOf(column.name());
+      DataType wanted = column.dataType();
+      if (index < 0) {
+        values.add(Literal.create(null, wanted));
+        continue;
+      }
+      DataType given = read.fields()[index].dataType();
+      Expression value = new BoundReference(index, given, true);
+      values.add(given.equals(wanted)
+          ? value
+          : new Cast(value, wanted, Option.apply("UTC"), EvalMode$.MODULE$.ANSI()));
+    }
+    values.add(Literal.create(null, DataTypes.TimestampType));
+    values.add(Literal.create(false, DataTypes.BooleanType));
+    return UnsafeProjection.create(CollectionConverters.asScala(values).toList());
+  }
+
+  private static PartitionedFile split(Part part, InternalRow constants) {
+    return PartitionedFile$.MODULE$.apply(constants, SparkPath$.MODULE$.fromPathString(
+        part.file()), part.byteStart(), part.byteEnd() - part.byteStart(), new String[0], 0L,
+        part.size(), scala.collection.immutable.Map$.MODULE$.empty());
+  }
+
+  /** A partition's rows as Spark's reader decodes them: columnar batches of the table's
+   * columns and the control columns (null, false). */
+  static PartitionReader<ColumnarBatch> batches(StructType columns, Part part) {
+    Iterator<?> batches;
+    try {
+      batches = part.reader().apply(split(part, new GenericInternalRow(new Object[] {null,
+          false})));
+    } catch (RuntimeException err) {
+      throw unreadable(part.file(), err);
+    }
+    List<String> read = List.of(part.read().fieldNames());
+    return new PartitionReader<>() {
+      private ColumnarBatch source; // the reader's batch, which it refills
+      private int capacity;
+      private ColumnarBatch current;
+
+      @Override
+      public boolean next() {
+        try {
+          if (!batches.hasNext()) {
+            return false;
+          }
+          ColumnarBatch batch = (ColumnarBatch) batches.next();
+          if (batch != source || batch.numRows() > capacity) {
+            source = batch;
+            capacity = batch.numRows();
+            current = widen(batch);
+          }
+          current.setNumRows(batch.numRows());
+          return true;
+        } catch (RuntimeException err) {
+          throw unreadable(part.file(), err);
+        }
+      }
+
+      /** The table's columns over the reader's (whose vectors it reuses batch to batch):
+       * those not read are null; the control columns are the reader's last two. */
+      private ColumnarBatch widen(ColumnarBatch batch) {
+        int n = columns.length();
+        ColumnVector[] vectors = new ColumnVector[n + 2];
+        for (int i = 0; i < n; i++) {
+          int at = read.indexOf(columns.fields()[i].name());
+          if (at >= 0) {
+            vectors[i] = batch.column(at);
+          } else {
+            ConstantColumnVector nulls = new ConstantColumnVector(batch.numRows(),
+                columns.fields()[i].dataType());
+            nulls.setNull();
+            vectors[i] = nulls;
+          }
+        }
+        vectors[n] = batch.column(read.size());
+        vectors[n + 1] = batch.column(read.size() + 1);
+        return new ColumnarBatch(vectors, batch.numRows());
+      }
+
+      @Override
+      public ColumnarBatch get() {
+        return current;
+      }
+
+      @Override
+      public void close() throws IOException {
+        if (batches instanceof Closeable closeable) {
+          closeable.close();
+        }
+      }
+    };
+  }
+
+  static PartitionReader<InternalRow> reader(StructType columns, Part part) {
+    String file = part.file();
+    UnsafeProjection projection;
+    Iterator<InternalRow> rows;
+    try {
+      projection = projection(columns, part.read());
+      rows = part.reader().apply(split(part, InternalRow$.MODULE$.empty()));
+    } catch (RuntimeException err) {
       throw unreadable(file, err);
     }
-    reader.resultBatch(); // allocates the batch the reader decodes into
     return new PartitionReader<>() {
-      private long row; // of the file, of the next row of the batch
-      private ColumnarBatch batch;
-      private int index;
+      private long row = part.firstRow(); // of the file, of the next row of rows
       private InternalRow current;
 
       @Override
       public boolean next() {
         try {
-          return advance();
-        } catch (IOException | RuntimeException err) {
-          throw unreadable(file, err);
-        }
-      }
-
-      private boolean advance() throws IOException {
-        while (end < 0 || row < end) {
-          if (batch != null && index < batch.numRows()) {
-            current = projection.apply(batch.getRow(index++));
+          // Rows before the range (an earlier micro-batch's) are decoded, and not projected.
+          while (row < part.start() && rows.hasNext()) {
+            rows.next();
             row++;
-            return true;
           }
-          if (!reader.nextBatch()) {
+          if (row >= part.end() || !rows.hasNext()) {
             return false;
           }
-          batch = reader.resultBatch();
-          index = 0;
-          // Rows before the range (read by an earlier micro-batch) are decoded, then skipped
-          // a batch at a time: no row of them is projected.
-          long skip = Math.min(Math.max(start - row, 0), batch.numRows());
-          index = (int) skip;
-          row += skip;
+          current = projection.apply(rows.next());
+          row++;
+          return true;
+        } catch (RuntimeException err) {
+          throw unreadable(file, err);
         }
-        return false;
       }
 
       @Override
@@ -168,7 +430,9 @@ final class ParquetFiles {
 
       @Override
       public void close() throws IOException {
-        reader.close();
+        if (rows instanceof Closeable closeable) {
+          closeable.close();
+        }
       }
     };
   }
