@@ -73,10 +73,11 @@ def write_parquet(
         return out
     spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
     if bids_only:
-        # 46 of every 50 events are bids: enough events for ``events`` bids, then the first
-        # ``events`` of them in event time (each event has a time of its own).
-        df = generated(spark, (events // 46 + 1) * 50, rate, partitions)
-        df = df.filter(F.col("bid").isNotNull()).orderBy("_timestamp").limit(events)
+        # Event n is a bid when n % 50 is 4..49 (NexmarkGenerator.java): just enough events
+        # for ``events`` bids, the others left out.
+        cycles, rest = divmod(events, 46)
+        df = generated(spark, cycles * 50 + (4 + rest if rest else 0), rate, partitions)
+        df = df.filter(F.col("bid").isNotNull())
     else:
         df = generated(spark, events, rate, partitions)
     kind = F.when(F.col("person").isNotNull(), 0).when(F.col("auction").isNotNull(), 1)

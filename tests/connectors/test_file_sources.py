@@ -97,20 +97,26 @@ def test_lines_are_those_of_sparks_batch_reader(
 
 
 def test_parquet_rows_are_those_of_sparks_batch_reader(spark: SparkSession, tmp_path: Path) -> None:
-    """Parquet files of narrower and other types than the table's, one without a column: cast
-    as Spark casts them, the missing column null."""
+    """Parquet files of narrower and other types than the table's, one without a column, one
+    without rows: cast as Spark casts them, the missing column null."""
     root = tmp_path / "in"
     root.mkdir()
     narrow = pa.table({"n": pa.array(range(10), pa.int32()), "s": [f"s{i}" for i in range(10)]})
     pq.write_table(narrow, root / "a.parquet", row_group_size=3)
     pq.write_table(pa.table({"n": pa.array([10, 11], pa.int64())}), root / "b.parquet")
+    # A file without rows is not read: its column, of a type no BIGINT is cast from, is not
+    # an error.
+    pq.write_table(
+        pa.table({"n": pa.array([], pa.struct([("x", pa.int64())]))}), root / "c.parquet"
+    )
     (root / "_skip.parquet").write_bytes(b"not parquet")
     columns = "`n` BIGINT, `s` STRING"
     rows, batches = _stream(
         spark, _jvm(spark, root, 4, mode="parquet", columns=columns), tmp_path / "work"
     )
     got = Counter((r["n"], r["s"]) for r in rows)
-    batch = spark.read.schema(columns).parquet(*_visible(root, ".parquet")).collect()
+    files = [f for f in _visible(root, ".parquet") if not f.endswith("c.parquet")]
+    batch = spark.read.schema(columns).parquet(*files).collect()
     assert got == Counter((r.n, r.s) for r in batch)
     assert len(rows) == 12 and (11, None) in got and batches >= 3
 

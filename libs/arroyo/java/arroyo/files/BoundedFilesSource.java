@@ -5,7 +5,6 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.channels.Channels;
 import java.nio.channels.SeekableByteChannel;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
@@ -182,111 +181,6 @@ public final class BoundedFilesSource implements TableProvider {
     IOException unreadable(String file, IOException err) {
       String how = compression.equals("none") ? "" : " as " + compression + " (source.compression)";
       return new IOException("cannot read '" + file + "'" + how + ": " + err.getMessage(), err);
-    }
-  }
-
-  /** Lines read from a stream, each with the position after it (bytes of the text). */
-  static final class Lines {
-    private final InputStream in;
-    private final byte[] buffer = new byte[1 << 16];
-    private int at;
-    private int filled;
-    private long pos;
-    private byte[] line = new byte[256];
-    private int length;
-
-    /** The lines of {@code in}, which is at byte {@code at} of the text, from byte {@code pos}
-     * (the bytes between read and dropped here). Closes {@code in} if that fails. */
-    Lines(InputStream in, long at, long pos) throws IOException {
-      this.in = in;
-      this.pos = at;
-      try {
-        while (this.pos < pos && fill()) {
-          int n = (int) Math.min(filled - this.at, pos - this.pos);
-          this.at += n;
-          this.pos += n;
-        }
-      } catch (IOException | RuntimeException err) {
-        in.close();
-        throw err;
-      }
-    }
-
-    void close() throws IOException {
-      in.close();
-    }
-
-    private boolean fill() throws IOException {
-      if (at < filled) {
-        return true;
-      }
-      int n = in.read(buffer);
-      while (n == 0) {
-        n = in.read(buffer);
-      }
-      at = 0;
-      filled = Math.max(n, 0);
-      return n > 0;
-    }
-
-    /** The next line (without its newline) into {@link #line}; false at the end. */
-    boolean next() throws IOException {
-      length = 0;
-      boolean any = false;
-      while (fill()) {
-        any = true;
-        int start = at;
-        int newline = -1;
-        for (int k = at; k < filled; k++) {
-          if (buffer[k] == '\n') {
-            newline = k;
-            break;
-          }
-        }
-        int stop = newline < 0 ? filled : newline;
-        append(start, stop - start);
-        at = newline < 0 ? filled : newline + 1;
-        pos += at - start;
-        if (newline >= 0) {
-          return true;
-        }
-      }
-      return any;
-    }
-
-    private void append(int from, int n) {
-      if (length + n > line.length) {
-        line = java.util.Arrays.copyOf(line, Math.max(line.length * 2, length + n));
-      }
-      System.arraycopy(buffer, from, line, length, n);
-      length += n;
-    }
-
-    long position() {
-      return pos;
-    }
-
-    boolean blank() {
-      for (int i = 0; i < length; i++) {
-        byte b = line[i];
-        if (b != ' ' && b != '\t' && b != '\r' && b != 0x0b && b != 0x0c) {
-          return false;
-        }
-      }
-      return true;
-    }
-
-    UTF8String text() {
-      int end = length;
-      while (end > 0 && line[end - 1] == '\r') {
-        end--;
-      }
-      // Decoded and encoded again: malformed bytes become U+FFFD, as Python's "replace".
-      return UTF8String.fromString(new String(line, 0, end, StandardCharsets.UTF_8));
-    }
-
-    boolean atEnd() throws IOException {
-      return !fill();
     }
   }
 
@@ -508,6 +402,8 @@ public final class BoundedFilesSource implements TableProvider {
       if (!parquet.isEmpty()) {
         parts.addAll(readers.plan(parquet, this::footer));
       }
+      // Never with data (latestOffset gives the end only once the files are read): Spark
+      // refuses a batch of columnar and row partitions together, and the marker is a row.
       if (end.eoi > start.eoi) {
         parts.add(new EndOfInput());
       }

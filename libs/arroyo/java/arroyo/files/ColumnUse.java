@@ -82,7 +82,12 @@ public final class ColumnUse {
     if (id == null || id.isEmpty()) {
       return null;
     }
-    Path sources = new Path(location).getParent();
+    Path sources;
+    try {
+      sources = new Path(new java.net.URI(location)).getParent(); // Spark gives it escaped
+    } catch (java.net.URISyntaxException err) {
+      sources = new Path(location).getParent();
+    }
     if (sources == null || sources.getParent() == null) {
       return null;
     }

@@ -171,6 +171,9 @@ final class ParquetFiles {
       Map<String, StructType> reads = new HashMap<>();
       for (int r = 0; r < ranges.size(); r++) {
         BoundedFilesSource.Range range = ranges.get(r);
+        if (range.start() >= range.end()) {
+          continue; // a file without rows: nothing of it is read
+        }
         Footer footer = footers.apply(range.file());
         StructType read = requested(range.file(), used, footer.schema());
         reads.put(range.file(), read);
@@ -335,14 +338,17 @@ final class ParquetFiles {
       private ColumnarBatch source; // the reader's batch, which it refills
       private int capacity;
       private ColumnarBatch current;
+      private long given;
 
       @Override
       public boolean next() {
         try {
           if (!batches.hasNext()) {
+            checkCount(part, given);
             return false;
           }
           ColumnarBatch batch = (ColumnarBatch) batches.next();
+          given += batch.numRows();
           if (batch != source || batch.numRows() > capacity) {
             source = batch;
             capacity = batch.numRows();
@@ -383,11 +389,31 @@ final class ParquetFiles {
 
       @Override
       public void close() throws IOException {
-        if (batches instanceof Closeable closeable) {
-          closeable.close();
-        }
+        ParquetFiles.close(batches);
       }
     };
+  }
+
+  /** Fails unless a partition gave its rows: a row group missed or read twice (Parquet picks a
+   * split's groups by where their middles are) would otherwise lose or repeat rows silently. */
+  private static void checkCount(Part part, long given) {
+    if (given != part.end() - part.start()) {
+      throw new IllegalStateException("rows " + part.start() + " to " + part.end()
+          + " gave " + given + " rows (bytes " + part.byteStart() + " to " + part.byteEnd()
+          + " did not select their row groups)");
+    }
+  }
+
+  /** Closes Spark's iterator over a file; one that cannot be closed (the reader that is not
+   * vectorised gives such) is read to its end, which closes its file. */
+  private static void close(Iterator<?> rows) throws IOException {
+    if (rows instanceof Closeable closeable) {
+      closeable.close();
+      return;
+    }
+    while (rows.hasNext()) {
+      rows.next();
+    }
   }
 
   static PartitionReader<InternalRow> reader(StructType columns, Part part) {
@@ -412,7 +438,11 @@ final class ParquetFiles {
             rows.next();
             row++;
           }
-          if (row >= part.end() || !rows.hasNext()) {
+          if (row >= part.end()) {
+            return false;
+          }
+          if (!rows.hasNext()) {
+            checkCount(part, row - part.start());
             return false;
           }
           current = projection.apply(rows.next());
@@ -430,9 +460,7 @@ final class ParquetFiles {
 
       @Override
       public void close() throws IOException {
-        if (rows instanceof Closeable closeable) {
-          closeable.close();
-        }
+        ParquetFiles.close(rows);
       }
     };
   }
