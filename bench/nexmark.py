@@ -170,15 +170,12 @@ def _file_row(offset: dict[str, int] | None) -> int:
     return before + (offset["pos"] if offset["file"] < len(_FILE_ROWS) - 1 else 0)
 
 
-def _count_file_rows(parquet: str) -> None:
+def _count_file_rows(spark: Any, parquet: str) -> None:
     import pyarrow.parquet as pq
 
-    root = Path(parquet) / "events"
-    files = sorted(
-        str(f)
-        for f in root.rglob("*")
-        if f.is_file() and not any(p.startswith((".", "_")) for p in f.relative_to(root).parts)
-    )
+    from arroyo.connectors.runtime.file_tables import list_files
+
+    files = list_files(spark, str(Path(parquet) / "events"))  # as the file source lists them
     _FILE_ROWS[:] = [0]
     for f in files:
         _FILE_ROWS.append(_FILE_ROWS[-1] + pq.ParquetFile(f).metadata.num_rows)
@@ -261,7 +258,7 @@ def run_one(args: argparse.Namespace) -> dict[str, Any]:
 
     spark = get_or_create_session(SessionSettings(parallelism=args.parallelism))
     if args.parquet:
-        _count_file_rows(args.parquet)
+        _count_file_rows(spark, args.parquet)
     jvm_pid = spark.sparkContext._gateway.proc.pid  # type: ignore[union-attr]
     # Spark's state store maintenance may still write a snapshot into a checkpoint after its
     # query stopped (CI once saw the removal race it: "Directory not empty"); the session is

@@ -14,6 +14,7 @@ import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
 
 from arroyo.connectors.runtime.file_tables import FILES_SOURCE
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -51,10 +52,15 @@ def _stream(
             ended.append(True)
 
     query = reader.writeStream.foreachBatch(take).option("checkpointLocation", str(work)).start()
+
+    def at_the_end() -> bool:
+        error = query.exception()
+        if error is not None:
+            raise error  # the query failed: its own message, whole
+        return bool(ended)
+
     try:
-        while not ended:
-            assert query.exception() is None, query.exception()
-            query.awaitTermination(0.2)
+        wait_until("the end-of-input marker", at_the_end, timeout=180)
     finally:
         query.stop()
     return rows, len(batches)

@@ -7,11 +7,11 @@ import uuid
 from dataclasses import dataclass
 from typing import Literal
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from arroyo.connectors.base import ConnectorError, ReadContext
-from arroyo.connectors.runtime.files import list_files, open_lines
+from arroyo.connectors.runtime.files import open_lines
 from arroyo.formats.codec import physical_columns
 from arroyo.program.spec import TableSpec
 
@@ -58,6 +58,15 @@ def read_stream(
     return reader.load()
 
 
+def list_files(spark: SparkSession, path: str, pattern: str | None = None) -> list[str]:
+    """The files a file table at ``path`` reads, in the order the streaming source reads them
+    (one listing, in the JVM: ``BoundedFilesSource.list``, so lookups and streams agree on
+    hidden names and on what ``pattern`` matches)."""
+    jvm = spark._jvm
+    assert jvm is not None
+    return [str(f) for f in jvm.arroyo.files.BoundedFilesSource.list(path, pattern or "")]
+
+
 def read_static(
     ctx: ReadContext,
     table: TableSpec,
@@ -69,7 +78,7 @@ def read_static(
     listing), read whole by Spark's own readers. Spark keeps the listing, lengths included, for
     the query's life, so the table is meant to stay as it is while a pipeline reads it; a
     restarted pipeline lists and reads it afresh."""
-    files = list_files(path, selection.pattern)
+    files = list_files(ctx.spark, path, selection.pattern)
     if not files:
         raise ConnectorError(f"lookup table '{table.name}': no files at '{path}'")
     if mode == "parquet":

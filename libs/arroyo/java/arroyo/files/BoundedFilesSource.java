@@ -70,7 +70,15 @@ import org.apache.spark.unsafe.types.UTF8String;
  * its checkpoints carry over).
  */
 public final class BoundedFilesSource implements TableProvider {
-  static final String CONTROL = "`_source_time` TIMESTAMP, `_eoi` BOOLEAN";
+  /** The control columns every row ends with. */
+  static final StructType CONTROL = StructType.fromDDL("`_source_time` TIMESTAMP, `_eoi` BOOLEAN");
+
+  /** {@code data}'s columns, then the control columns. */
+  static StructType withControl(StructType data) {
+    List<StructField> fields = new ArrayList<>(List.of(data.fields()));
+    fields.addAll(List.of(CONTROL.fields()));
+    return new StructType(fields.toArray(new StructField[0]));
+  }
 
   @Override
   public StructType inferSchema(CaseInsensitiveStringMap options) {
@@ -109,49 +117,12 @@ public final class BoundedFilesSource implements TableProvider {
     }
 
     StructType schema() {
-      StructType data = parquet ? columns : StructType.fromDDL("`value` STRING");
-      List<StructField> fields = new ArrayList<>(List.of(data.fields()));
-      fields.addAll(List.of(StructType.fromDDL(CONTROL).fields()));
-      return new StructType(fields.toArray(new StructField[0]));
+      return withControl(parquet ? columns : StructType.fromDDL("`value` STRING"));
     }
 
     /** The input files, in the order they are read. */
     List<String> files() {
-      Path given = Paths.get(path);
-      if (Files.isRegularFile(given)) {
-        return List.of(given.toString());
-      }
-      if (!Files.isDirectory(given)) {
-        return List.of();
-      }
-      Path root;
-      try {
-        root = given.toRealPath(); // a link to a directory: walked where it leads
-      } catch (IOException err) {
-        throw new UncheckedIOException("cannot list '" + path + "'", err);
-      }
-      Pattern matches = pattern == null ? null : Pattern.compile(pattern);
-      try (Stream<Path> walk = Files.walk(root)) {
-        return walk.filter(Files::isRegularFile)
-            .filter(f -> visible(root.relativize(f)))
-            .filter(f -> matches == null
-                || matches.matcher(root.relativize(f).toString().replace('\\', '/')).find())
-            .map(Path::toString)
-            .sorted()
-            .toList();
-      } catch (IOException err) {
-        throw new UncheckedIOException("cannot list '" + path + "'", err);
-      }
-    }
-
-    private static boolean visible(Path relative) {
-      for (Path part : relative) {
-        String name = part.toString();
-        if (name.startsWith(".") || name.startsWith("_")) {
-          return false;
-        }
-      }
-      return true;
+      return list(path, pattern);
     }
 
     /** The file's lines from byte {@code pos} of its (decompressed) text. */
@@ -182,6 +153,51 @@ public final class BoundedFilesSource implements TableProvider {
       String how = compression.equals("none") ? "" : " as " + compression + " (source.compression)";
       return new IOException("cannot read '" + file + "'" + how + ": " + err.getMessage(), err);
     }
+  }
+
+  /**
+   * The files a file table reads, in the order it reads them: {@code path} if it is a file, or
+   * the visible files at any depth of the directory it is (names starting with {@code .} or
+   * {@code _} are hidden), those whose path relative to it {@code pattern} finds when there is
+   * one (null or empty: all), in name order. The streaming source and the lookup tables both
+   * list through here.
+   */
+  public static List<String> list(String path, String pattern) {
+    Path given = Paths.get(path);
+    if (Files.isRegularFile(given)) {
+      return List.of(given.toString());
+    }
+    if (!Files.isDirectory(given)) {
+      return List.of();
+    }
+    Path root;
+    try {
+      root = given.toRealPath(); // a link to a directory: walked where it leads
+    } catch (IOException err) {
+      throw new UncheckedIOException("cannot list '" + path + "'", err);
+    }
+    Pattern matches = pattern == null || pattern.isEmpty() ? null : Pattern.compile(pattern);
+    try (Stream<Path> walk = Files.walk(root)) {
+      return walk.filter(Files::isRegularFile)
+          .filter(f -> visible(root.relativize(f)))
+          .filter(f -> matches == null
+              || matches.matcher(root.relativize(f).toString().replace('\\', '/')).find())
+          .map(Path::toString)
+          .sorted()
+          .toList();
+    } catch (IOException err) {
+      throw new UncheckedIOException("cannot list '" + path + "'", err);
+    }
+  }
+
+  private static boolean visible(Path relative) {
+    for (Path part : relative) {
+      String name = part.toString();
+      if (name.startsWith(".") || name.startsWith("_")) {
+        return false;
+      }
+    }
+    return true;
   }
 
   static final class FilesTable implements Table, SupportsRead {
@@ -288,6 +304,7 @@ public final class BoundedFilesSource implements TableProvider {
     private final Config config;
     private final Map<String, ParquetFiles.Footer> footers = new java.util.HashMap<>();
     private final ParquetFiles.Readers readers;
+    private List<String> listed; // by the last latestOffset
 
     /** {@code used}: the columns the query uses, or null for all. */
     FilesStream(Config config, Set<String> used) {
@@ -319,6 +336,7 @@ public final class BoundedFilesSource implements TableProvider {
     public Offset latestOffset(Offset startOffset, ReadLimit limit) {
       FileOffset start = (FileOffset) startOffset;
       List<String> files = config.files();
+      listed = files;
       if (start.file >= files.size()) {
         return new FileOffset(start.file, 0, start.eoi + 1);
       }
@@ -383,7 +401,9 @@ public final class BoundedFilesSource implements TableProvider {
     public InputPartition[] planInputPartitions(Offset startOffset, Offset endOffset) {
       FileOffset start = (FileOffset) startOffset;
       FileOffset end = (FileOffset) endOffset;
-      List<String> files = config.files();
+      // The listing the end offset was counted on (listed again only for a batch replayed
+      // after a restart, whose offsets Spark read from its log).
+      List<String> files = listed != null ? listed : config.files();
       List<InputPartition> parts = new ArrayList<>();
       List<Range> parquet = new ArrayList<>();
       for (int i = start.file; i < Math.min(end.file + 1, files.size()); i++) {

@@ -79,11 +79,13 @@ final class ParquetFiles {
 
     /** The row group that holds row {@code row} (the last one past the end). */
     int group(long row) {
-      int g = 0;
+      int at = java.util.Arrays.binarySearch(firstRows, row);
+      int g = at >= 0 ? at : -at - 2; // the last group starting at or before the row
+      // Empty groups share their first row with the next: the one that holds a row is the last.
       while (g < rows.length - 1 && firstRows[g] + rows[g] <= row) {
         g++;
       }
-      return g;
+      return Math.max(g, 0);
     }
 
     /** The row after the group that holds {@code row}. */
@@ -94,8 +96,13 @@ final class ParquetFiles {
   }
 
   static Footer footer(String file, Configuration conf) {
-    org.apache.hadoop.fs.Path path = new org.apache.hadoop.fs.Path(file);
-    try (ParquetFileReader reader = ParquetFileReader.open(HadoopInputFile.fromPath(path, conf))) {
+    HadoopInputFile input;
+    try {
+      input = HadoopInputFile.fromPath(new org.apache.hadoop.fs.Path(file), conf);
+    } catch (IOException err) {
+      throw unreadable(file, err);
+    }
+    try (ParquetFileReader reader = ParquetFileReader.open(input)) {
       List<BlockMetaData> blocks = reader.getFooter().getBlocks();
       int n = blocks.size();
       long[] rows = new long[n];
@@ -113,8 +120,7 @@ final class ParquetFiles {
       }
       StructType schema = new ParquetToSparkSchemaConverter(SQLConf.get())
           .convert(reader.getFooter().getFileMetaData().getSchema());
-      long size = path.getFileSystem(conf).getFileStatus(path).getLen();
-      return new Footer(size, rows, firstRows, starts, ends, schema);
+      return new Footer(input.getLength(), rows, firstRows, starts, ends, schema);
     } catch (IOException | RuntimeException err) {
       throw unreadable(file, err);
     }
@@ -166,17 +172,15 @@ final class ParquetFiles {
       }
       int cores = Math.max(1, spark.sparkContext().defaultParallelism());
       long target = Math.max(1, (total + cores - 1) / cores);
-      List<long[]> chunks = new ArrayList<>(); // range index, first group, last group
-      boolean columnar = new ParquetFileFormat().supportBatch(spark, schema(used));
-      Map<String, StructType> reads = new HashMap<>();
-      for (int r = 0; r < ranges.size(); r++) {
-        BoundedFilesSource.Range range = ranges.get(r);
+      List<Chunk> chunks = new ArrayList<>();
+      boolean columnar = new ParquetFileFormat().supportBatch(spark,
+          BoundedFilesSource.withControl(used));
+      for (BoundedFilesSource.Range range : ranges) {
         if (range.start() >= range.end()) {
           continue; // a file without rows: nothing of it is read
         }
         Footer footer = footers.apply(range.file());
         StructType read = requested(range.file(), used, footer.schema());
-        reads.put(range.file(), read);
         columnar &= DataType.equalsIgnoreNullability(read, used);
         int g = footer.group(range.start());
         while (g < footer.rows().length && footer.firstRows()[g] < range.end()) {
@@ -188,38 +192,31 @@ final class ParquetFiles {
             g++;
           } while (rows < target && g < footer.rows().length
               && footer.firstRows()[g] < range.end());
-          chunks.add(new long[] {r, first, g - 1});
+          chunks.add(new Chunk(range, footer, read, first, g - 1));
           columnar &= footer.firstRows()[first] >= range.start();
           columnar &= footer.firstRows()[g - 1] + footer.rows()[g - 1] <= range.end();
         }
       }
       List<InputPartition> parts = new ArrayList<>();
       boolean batches = columnar;
-      for (long[] chunk : chunks) {
-        BoundedFilesSource.Range range = ranges.get((int) chunk[0]);
-        Footer footer = footers.apply(range.file());
-        int first = (int) chunk[1];
-        int last = (int) chunk[2];
-        StructType read = batches ? used : reads.get(range.file());
+      for (Chunk chunk : chunks) {
+        Footer footer = chunk.footer();
+        StructType read = batches ? used : chunk.read();
         Function1<PartitionedFile, Iterator<InternalRow>> reader = built.computeIfAbsent(
             List.of(read, batches), key -> sparkReader(read, batches));
-        long from = footer.firstRows()[first];
-        parts.add(new Part(range.file(), footer.size(), from, Math.max(range.start(), from),
-            Math.min(range.end(), footer.firstRows()[last] + footer.rows()[last]),
-            footer.starts()[first], footer.ends()[last], read, batches, reader));
+        long from = footer.firstRows()[chunk.first()];
+        long to = footer.firstRows()[chunk.last()] + footer.rows()[chunk.last()];
+        parts.add(new Part(chunk.range().file(), footer.size(), from,
+            Math.max(chunk.range().start(), from), Math.min(chunk.range().end(), to),
+            footer.starts()[chunk.first()], footer.ends()[chunk.last()], read, batches, reader));
       }
       return parts;
     }
   }
 
-  /** The control columns, given as constants of each file (Spark's partition values). */
-  private static final StructType CONTROL = StructType.fromDDL(BoundedFilesSource.CONTROL);
-
-  private static StructType schema(StructType columns) {
-    List<StructField> fields = new ArrayList<>(List.of(columns.fields()));
-    fields.addAll(List.of(CONTROL.fields()));
-    return new StructType(fields.toArray(new StructField[0]));
-  }
+  /** Row groups {@code first..last} of a range's file, read as {@code read}. */
+  private record Chunk(BoundedFilesSource.Range range, Footer footer, StructType read, int first,
+      int last) {}
 
   private static Function1<PartitionedFile, Iterator<InternalRow>> sparkReader(StructType read,
       boolean columnar) {
@@ -229,7 +226,8 @@ final class ParquetFiles {
         new scala.collection.immutable.Map.Map1<>(FileFormat$.MODULE$.OPTION_RETURNING_BATCH(),
             String.valueOf(columnar));
     return format.buildReaderWithPartitionValues(spark, read,
-        columnar ? CONTROL : new StructType(), read,
+        // The control columns, as constants of each file (Spark's partition values).
+        columnar ? BoundedFilesSource.CONTROL : new StructType(), read,
         CollectionConverters.asScala(List.<Filter>of()).toList(), options,
         format.getHadoopConf(spark, options));
   }
