@@ -88,6 +88,10 @@ def create(cluster: Cluster, output: Path, name: str = "windows") -> str:
     return str(pipeline["id"])
 
 
+# The lifecycle on the embedded default, SQLite (what `arroyo cluster` runs on): PostgreSQL's
+# store is covered by tests/store's own tests and, through the services, by the recovery test
+# below (each run of the lifecycle is about three minutes of the CI's time).
+@pytest.mark.parametrize("cluster", ["sqlite"], indirect=True)
 def test_lifecycle_through_the_api(cluster: Cluster, tmp_path: Path) -> None:
     output = tmp_path / "out" / "windows.json"
     pid = create(cluster, output)
@@ -148,7 +152,7 @@ def worker_pid(cluster: Cluster, pid: str) -> int:
 
 
 # The services are killed on PostgreSQL, the cluster's database (tests/store runs the store's
-# own tests on both databases, and the lifecycle runs on both).
+# own tests on both databases, and the lifecycle runs on SQLite).
 @pytest.mark.parametrize("cluster", ["postgres"], indirect=True)
 def test_recovers_from_killed_worker_node_and_controller(cluster: Cluster, tmp_path: Path) -> None:
     output = tmp_path / "out" / "windows.json"
