@@ -11,7 +11,8 @@ Called on the driver, on a query that Spark has analysed (``spark.sql`` or a Dat
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+import json
+from collections.abc import Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from arroyo.engine.build import EOI_METRIC
@@ -38,6 +39,37 @@ def declare_column_use(df: DataFrame, checkpoint: str) -> None:
     jvm = df.sparkSession._jvm
     assert jvm is not None
     jvm.arroyo.files.ColumnUse.require(_analysed(df), checkpoint)
+
+
+def without_event_time(df: DataFrame) -> DataFrame | None:
+    """A stateless query that reads only file sources, without their watermark operators and
+    end-of-input observers (which make Spark copy every row, whole, out of the columnar scan);
+    None if it reads another kind of stream. Its end is then read from its sources' offsets
+    (``offsets_ended``). None too for a query that keeps state: its windows close on the
+    watermark. libs/arroyo/java/arroyo/files/EndByOffsets.java."""
+    from pyspark.sql import DataFrame as _DataFrame
+
+    if stateful_operator(df) is not None:
+        return None
+    jvm = df.sparkSession._jvm
+    assert jvm is not None
+    stripped = jvm.arroyo.files.EndByOffsets.stateless(df._jdf)
+    return None if stripped is None else _DataFrame(stripped, df.sparkSession)
+
+
+def offsets_ended(end_offsets: Iterable[str | None]) -> bool:
+    """Whether every file source of a batch's progress has read its end-of-input marker: its
+    offset (``{"file": i, "pos": p, "eoi": n}``, BoundedFilesSource.java) counts one."""
+    ended = [_eoi_count(offset) > 0 for offset in end_offsets]
+    return bool(ended) and all(ended)
+
+
+def _eoi_count(offset: str | None) -> int:
+    try:
+        parsed = json.loads(offset or "{}")
+    except ValueError:
+        return 0
+    return int(parsed.get("eoi", 0)) if isinstance(parsed, dict) else 0
 
 
 def reads_bounded_only(df: DataFrame) -> bool:

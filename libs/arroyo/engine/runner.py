@@ -42,7 +42,13 @@ from arroyo.engine.build import (
 )
 from arroyo.engine.changelog import Changelog
 from arroyo.engine.per_batch import PerBatchQuery
-from arroyo.engine.plans import declare_column_use, end_of_input_sources, stateful_operator
+from arroyo.engine.plans import (
+    declare_column_use,
+    end_of_input_sources,
+    offsets_ended,
+    stateful_operator,
+    without_event_time,
+)
 from arroyo.engine.session import (
     PROVIDER_CLASS,
     ROCKSDB_PROVIDER,
@@ -106,6 +112,9 @@ class _Watched:
     # The sink table's options, as its connector's model.
     sink_options: ConnectorOptions
     ended_sources: set[str] = field(default_factory=set)
+    # A stateless query over files runs without its event-time operators: its sources' offsets
+    # say when they have ended (arroyo.engine.plans.without_event_time).
+    ends_by_offsets: bool = False
     stateful: bool = False
     flushed: bool = False
     last_batch: int = -1
@@ -215,6 +224,15 @@ class PipelineRunner:
         options = conn.table_options(sink)
         df = self.spark.sql(spec.sql)
         sources = end_of_input_sources(df)
+        stripped = None
+        if (
+            sources
+            and spec.batch_sql is None
+            and spec.output_mode == "append"
+            and self.real_time_batch_ms is None
+        ):
+            stripped = without_event_time(df)
+            df = stripped if stripped is not None else df
         query_dir = self.state_dir / "queries" / f"{index}-{sink.name}"
         declare_column_use(df, os.path.abspath(query_dir / "checkpoint"))
         context = WriteContext(self.spark, query_dir / "sink", self.state_dir)
@@ -262,7 +280,9 @@ class PipelineRunner:
             else:
                 query = self._start_real_time(writer, df, spec)
         log.info("query_started", sink=sink.name, query_id=str(query.id))
-        return _Watched(spec, query, sources, context, options)
+        return _Watched(
+            spec, query, sources, context, options, ends_by_offsets=stripped is not None
+        )
 
     def _start_real_time(
         self, writer: DataStreamWriter, df: DataFrame, spec: SinkQuery
@@ -411,6 +431,8 @@ class PipelineRunner:
         dropped = 0
         if w.ended_sources >= w.sources and is_end_of_time(watermark):
             w.flushed = True
+        if w.ends_by_offsets and offsets_ended(s.endOffset for s in p.sources or []):
+            w.ended_sources = set(w.sources)
         for name, row in (p.observedMetrics or {}).items():
             source = eoi_metric_source(name)
             values = row.asDict() if hasattr(row, "asDict") else dict(row)
