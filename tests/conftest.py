@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from arroyo.testing.kafka import KafkaBroker
+    from arroyo.testing.s3 import S3Server
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -87,4 +88,23 @@ def kafka_topic(kafka_broker: KafkaBroker, request: pytest.FixtureRequest) -> st
     stem = re.sub(r"[^A-Za-z0-9._-]+", "-", request.node.name)[:80]
     name = f"{stem}-{uuid.uuid4().hex[:8]}"
     kafka_broker.create_topic(name, partitions=2)
+    return name
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """One real S3 server (versitygw, ``arroyo.testing.s3``) for the test session, on 127.0.0.1,
+    stopped at its end. Tests that use it are marked ``s3`` and work in buckets of their own
+    (``s3_bucket``)."""
+    from arroyo.testing.s3 import S3Server
+
+    with S3Server.start(tmp_path_factory.mktemp("s3")) as server:
+        yield server
+
+
+@pytest.fixture
+def s3_bucket(s3_server: S3Server) -> str:
+    """A new, empty bucket on ``s3_server``."""
+    name = f"t-{uuid.uuid4().hex[:16]}"
+    s3_server.create_bucket(name)
     return name

@@ -130,10 +130,11 @@ INSERT INTO out SELECT counter FROM src;
     placing = json.loads((sink_state / "placing.json").read_text())
     # The attempt had moved only its first file before the crash; and it had cut its rows into
     # one file more than the replay will (a file the replay's names do not replace).
-    Path(placing["files"][-1]).unlink()
+    # (The list's paths are relative to the sink's directory.)
+    (out / placing["files"][-1]).unlink()
     extra = out / "attempt-only.json"
-    extra.write_text(Path(placing["files"][0]).read_text())
-    placing["files"].append(str(extra))
+    extra.write_text((out / placing["files"][0]).read_text())
+    placing["files"].append(extra.name)
     (sink_state / "placing.json").write_text(json.dumps(placing))
     assert _run(spark, sql, state, max_records_per_batch=30).wait(timeout=300)
     assert not extra.exists(), "the replay left a file of the attempt it replaced"

@@ -1,5 +1,6 @@
-"""JVM jars that the pyspark wheel does not carry: Spark's Kafka and Avro connectors, and our
-own Java (``libs/arroyo/java``: the Nexmark generator, a Spark data source).
+"""JVM jars that the pyspark wheel does not carry: Spark's Kafka and Avro connectors, Hadoop's S3A
+file system (``hadoop-aws``, with the AWS SDK it is built on), and our own Java
+(``libs/arroyo/java``: the Nexmark generator, a Spark data source).
 
 They are resolved from Maven Central once, at setup (``scripts/setup`` runs ``python -m
 arroyo.engine.jars``), with the Ivy that ships inside pyspark, into ``jar_dir()``; every
@@ -29,10 +30,23 @@ import time
 import zipfile
 from pathlib import Path
 
-SPARK_PACKAGES: tuple[str, ...] = (
-    "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0",
-    "org.apache.spark:spark-avro_2.13:4.1.1",
-)
+
+def hadoop_version() -> str:
+    """The Hadoop that pyspark is built with (its ``hadoop-client-api`` jar): hadoop-aws must be
+    the very same version."""
+    for jar in _pyspark_jars().glob("hadoop-client-api-*.jar"):
+        return jar.name.removeprefix("hadoop-client-api-").removesuffix(".jar")
+    raise JarResolutionError("pyspark's hadoop-client-api jar is missing: reinstall pyspark")
+
+
+def spark_packages() -> tuple[str, ...]:
+    return (
+        "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0",
+        "org.apache.spark:spark-avro_2.13:4.1.1",
+        f"org.apache.hadoop:hadoop-aws:{hadoop_version()}",
+    )
+
+
 _MANIFEST = "packages.txt"
 _VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
 
@@ -112,9 +126,10 @@ def _retrieve_once(coordinate: str, dest: Path, cache: Path) -> list[Path]:
     return sorted(dest.glob("*.jar"))
 
 
-def fetch_spark_jars(packages: tuple[str, ...] = SPARK_PACKAGES) -> list[Path]:
+def fetch_spark_jars(packages: tuple[str, ...] | None = None) -> list[Path]:
     """Resolve ``packages`` into ``jar_dir()`` unless already there; keep only the jars that
     pyspark does not already have (two versions of a class on one classpath is a bug)."""
+    packages = packages or spark_packages()
     target = jar_dir()
     manifest = target / _MANIFEST
     wanted = "\n".join(packages)

@@ -1,4 +1,4 @@
-"""``filesystem``: a directory of local files (JSON lines or Parquet)."""
+"""``filesystem``: a directory of files, local or on object storage (JSON lines or Parquet)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from arroyo.connectors.base import Capabilities, Connector, ReadContext, WriteContext
 from arroyo.connectors.filesystem.options import SINK_OPTIONS, SOURCE_OPTIONS, FilesystemOptions
+from arroyo.connectors.storage import configure
 from arroyo.formats import FormatOptions, ParquetOptions
 from arroyo.program.spec import Role, TableSpec
 
@@ -15,12 +16,14 @@ if TYPE_CHECKING:
 
 
 class FilesystemConnector(Connector[FilesystemOptions]):
-    """A directory of files (local paths). Source: bounded, reads the files present when the
-    pipeline starts, in name order. Sink: exactly once for any reader that lists the directory
-    and skips names starting with ``_`` or ``.`` (as Spark and this source do): each micro-batch
-    is written into a hidden staging directory and its files then moved into place under names
-    of the batch; a replayed batch replaces what an attempt cut short moved and a batch already
-    in place is not written again. A reader listing while a crashed batch awaits its replay may
+    """A directory of files: a local path or an object store's (S3, and through Hadoop's own
+    connectors GCS and Azure: arroyo.connectors.storage). Source: bounded, reads the files
+    present when the pipeline starts, in name order. Sink: exactly once for any reader that
+    lists the directory and skips names starting with ``_`` or ``.`` (as Spark and this source
+    do): each micro-batch is written into a hidden staging directory and its files then moved
+    into place under names of the batch (a rename on local disk, a server-side copy on S3); a
+    replayed batch replaces what an attempt cut short moved and a batch already in place is not
+    written again. A reader listing while a crashed batch awaits its replay may
     see part of that batch, never a duplicate (arroyo.connectors.filesystem.sink).
 
     Options as Arroyo names them: a source reads ``source.regex_pattern``'s files (at any depth)
@@ -28,7 +31,7 @@ class FilesystemConnector(Connector[FilesystemOptions]):
     them by ``filename.*`` and lays them out by ``partitioning.*``."""
 
     name = "filesystem"
-    description = "Files in a local directory (JSON lines or Parquet)"
+    description = "Files in a directory, local or on S3 (JSON lines or Parquet)"
     capabilities = Capabilities(
         source=True,
         sink=True,
@@ -64,6 +67,7 @@ class FilesystemConnector(Connector[FilesystemOptions]):
     def read(self, ctx: ReadContext, table: TableSpec, options: FilesystemOptions) -> DataFrame:
         from arroyo.connectors.filesystem.source import read_directory
 
+        configure(ctx.spark, options.location)
         return read_directory(ctx, table, options)
 
     def read_static(
@@ -71,6 +75,7 @@ class FilesystemConnector(Connector[FilesystemOptions]):
     ) -> DataFrame:
         from arroyo.connectors.filesystem.source import read_directory_whole
 
+        configure(ctx.spark, options.location)
         return read_directory_whole(ctx, table, options)
 
     def write(
@@ -78,6 +83,7 @@ class FilesystemConnector(Connector[FilesystemOptions]):
     ) -> DataStreamWriter:
         from arroyo.connectors.filesystem.sink import write_directory
 
+        configure(ctx.spark, options.location)
         return write_directory(ctx, df, table, options)
 
 

@@ -1,4 +1,5 @@
 """The filesystem connector's options, named as Arroyo names them (its filesystem ``config.rs``):
+``path`` (local or an object store's, arroyo.connectors.storage) and ``storage.*`` for both;
 ``source.*`` for sources; ``rolling_policy.*``, ``filename.*``, ``partitioning.*`` and
 ``shuffle_by_partition.enabled`` for sinks."""
 
@@ -7,10 +8,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import AliasChoices, Field, ValidationInfo, field_validator
+from pydantic import AliasChoices, Field, ValidationInfo, field_validator, model_validator
 
 from arroyo.connectors.base import ConnectorOptions
 from arroyo.connectors.filesystem.partitions import java_time_pattern
+from arroyo.connectors.storage import Location, StorageError, parse_location
 from arroyo.sql.sizes import data_size_bytes
 from arroyo.sql.time import DurationError, option_duration_us
 
@@ -55,7 +57,19 @@ SINK_OPTIONS = (
 
 
 class FilesystemOptions(ConnectorOptions):
-    path: str = Field(description="local path of the directory")
+    path: str = Field(
+        description="the directory: a local path, s3://bucket/key (or s3a://, or "
+        "s3::http://host:port/bucket/key for an S3-compatible server), gs://bucket/key or "
+        "abfs://container@account/key"
+    )
+    storage_options: dict[str, str] = Field(
+        default_factory=dict,
+        description="how to reach an object store, as storage.<key> options: aws_endpoint, "
+        "aws_region, aws_access_key_id, aws_secret_access_key, aws_session_token, "
+        "aws_allow_http, aws_virtual_hosted_style_request; Hadoop keys starting with 'fs.' "
+        "as they are (gs://, abfs://)",
+        json_schema_extra={"secret": True},
+    )
     regex_pattern: str | None = Field(
         None,
         alias="source.regex_pattern",
@@ -109,6 +123,28 @@ class FilesystemOptions(ConnectorOptions):
         alias="shuffle_by_partition.enabled",
         description="gather each partition's rows in one task before writing (fewer files)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storage(cls, data: object) -> object:
+        """``storage.<key>`` options, as Arroyo writes them in SQL, into ``storage_options``."""
+        if not isinstance(data, dict):
+            return data
+        given = {k: v for k, v in data.items() if isinstance(k, str) and k.startswith("storage.")}
+        if not given:
+            return data
+        rest = {k: v for k, v in data.items() if k not in given}
+        merged = dict(rest.get("storage_options") or {})
+        merged.update({k.removeprefix("storage."): str(v) for k, v in given.items()})
+        return {**rest, "storage_options": merged}
+
+    @model_validator(mode="after")
+    def _location(self) -> FilesystemOptions:
+        try:
+            parse_location(self.path, self.storage_options)
+        except StorageError as err:
+            raise ValueError(str(err)) from err
+        return self
 
     @field_validator("regex_pattern")
     @classmethod
@@ -164,6 +200,10 @@ class FilesystemOptions(ConnectorOptions):
         from arroyo.connectors.runtime.file_tables import FileSelection
 
         return FileSelection(self.regex_pattern, self.compression)
+
+    @property
+    def location(self) -> Location:
+        return parse_location(self.path, self.storage_options)
 
     @property
     def partitioned(self) -> bool:

@@ -1,40 +1,44 @@
 """Files of a staged batch cut at the sink's rolling size (``rolling_policy.file_size``): text
 lines at a line's end (gzip files by their uncompressed size), Parquet at a row group of the
 rows that fit. A piece always holds at least one line or row, so one larger than the size is a
-file of its own. A file without rows gives no piece: a batch without rows leaves no file."""
+file of its own. A file without rows gives no piece: a batch without rows leaves no file.
+Files are read and written through the sink's store (local disk or S3), relative to it."""
 
 from __future__ import annotations
 
 import gzip
+import io
 from collections.abc import Iterator
-from pathlib import Path
+
+from arroyo.connectors.filesystem.store import SinkStore
 
 
-def split_file(part: Path, parquet: bool, max_bytes: int | None) -> list[Path]:
+def split_file(store: SinkStore, part: str, parquet: bool, max_bytes: int | None) -> list[str]:
     """The pieces of ``part`` (``part`` itself when it fits), written beside it."""
     if parquet:
-        return _split_parquet(part, max_bytes)
-    if part.stat().st_size == 0:
+        return _split_parquet(store, part, max_bytes)
+    size = store.size(part)
+    if size == 0:
         return []
-    zipped = part.name.endswith(".gz")
+    zipped = part.endswith(".gz")
     if zipped:
-        with gzip.open(part, "rb") as f:
-            if not f.read(1):  # an empty gzip stream still has a header
+        with store.read(part) as f:
+            if not gzip.GzipFile(fileobj=f).read(1):  # an empty stream still has a header
                 return []
-    if max_bytes is None or (not zipped and part.stat().st_size <= max_bytes):
+    if max_bytes is None or (not zipped and size <= max_bytes):
         return [part]
-    opener = gzip.open if zipped else open
-    with opener(part, "rb") as f:
-        data = f.read()
+    with store.read(part) as f:
+        raw = f.read()
+    data = gzip.decompress(raw) if zipped else raw
     if len(data) <= max_bytes:
-        return [part] if data else []
+        return [part]
     pieces = []
     for n, chunk in enumerate(_chunks(data, max_bytes)):
-        piece = part.with_name(f"{part.name}.{n:05d}")
-        with opener(piece, "wb") as out:
-            out.write(chunk)
+        piece = f"{part}.{n:05d}"
+        with store.write(piece) as out:
+            out.write(gzip.compress(chunk) if zipped else chunk)
         pieces.append(piece)
-    part.unlink()
+    store.delete(part)
     return pieces
 
 
@@ -49,16 +53,18 @@ def _chunks(data: bytes, max_bytes: int) -> Iterator[bytes]:
         start = end
 
 
-def _split_parquet(part: Path, max_bytes: int | None) -> list[Path]:
+def _split_parquet(store: SinkStore, part: str, max_bytes: int | None) -> list[str]:
     import pyarrow.parquet as pq
 
-    meta = pq.read_metadata(part)
+    with store.read(part) as f:
+        meta = pq.read_metadata(f)
     if meta.num_rows == 0:
         return []
-    size = part.stat().st_size
+    size = store.size(part)
     if max_bytes is None or size <= max_bytes:
         return [part]
-    table = pq.read_table(part)
+    with store.read(part) as f:
+        table = pq.read_table(io.BytesIO(f.read()))
     codec = meta.row_group(0).column(0).compression.lower() if meta.num_columns else "none"
     compression = "none" if codec == "uncompressed" else codec.removesuffix("_raw")
     rows = max(1, meta.num_rows * max_bytes // size)
@@ -66,10 +72,11 @@ def _split_parquet(part: Path, max_bytes: int | None) -> list[Path]:
     group_rows = meta.row_group(0).num_rows
     pieces = []
     for n, start in enumerate(range(0, meta.num_rows, rows)):
-        piece = part.with_name(f"{part.name}.{n:05d}")
-        pq.write_table(
-            table.slice(start, rows), piece, compression=compression, row_group_size=group_rows
-        )
+        piece = f"{part}.{n:05d}"
+        with store.write(piece) as out:
+            pq.write_table(
+                table.slice(start, rows), out, compression=compression, row_group_size=group_rows
+            )
         pieces.append(piece)
-    part.unlink()
+    store.delete(part)
     return pieces

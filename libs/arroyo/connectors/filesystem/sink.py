@@ -7,14 +7,18 @@ Files roll at every micro-batch (a checkpoint: exactly once needs it) and, withi
 ``rolling_policy.file_size``; ``rolling_policy.interval`` and ``inactivity_interval`` can only
 ask for a file to close sooner than that, so they are met whenever the query's trigger
 interval is shorter (it is a second by default). Names are deterministic in the batch and the
-file's place in it, so a replay writes the same names."""
+file's place in it, so a replay writes the same names.
+
+Local disk and S3 alike (arroyo.connectors.filesystem.store): Spark writes the staging files
+through Hadoop (S3A on S3), the driver moves them into place. On S3 a move is a server-side
+copy: each object appears whole, a batch's objects one after another."""
 
 from __future__ import annotations
 
 import functools
 import json
 import os
-import shutil
+import posixpath
 import uuid
 from pathlib import Path
 from urllib.parse import unquote
@@ -26,6 +30,7 @@ from arroyo.connectors.base import ConnectorError, WriteContext
 from arroyo.connectors.filesystem.options import FilesystemOptions
 from arroyo.connectors.filesystem.partitions import partition_levels
 from arroyo.connectors.filesystem.rolling import split_file
+from arroyo.connectors.filesystem.store import SinkStore
 from arroyo.connectors.runtime.sinks import batch_in_flight, consume
 from arroyo.formats import JsonOptions, ParquetOptions, parse_format_options
 from arroyo.formats.codec import encode
@@ -54,7 +59,7 @@ class BatchFiles:
     def __init__(self, state_dir: Path, table: TableSpec, options: FilesystemOptions) -> None:
         self.table = table
         self.options = options
-        self.root = Path(options.path)
+        self.store = SinkStore(options.location)
         self.committed_file = state_dir / "committed_batch"
         self.id_file = state_dir / "sink_id"
         self.placing_file = state_dir / "placing.json"
@@ -87,35 +92,46 @@ class BatchFiles:
                 # Run all the same: a stateful query's batch must run to its end.
                 consume(df)
                 return
-            self._write(df, batch_id)
+            try:
+                self._write(df, batch_id)
+            except ConnectorError:
+                raise
+            except Exception as err:
+                # Spark's or the store's error, with where the files were going: an object
+                # store's message names neither the endpoint nor, often, the bucket.
+                first = str(err).strip().splitlines()[0] if str(err).strip() else repr(err)
+                raise ConnectorError(
+                    f"sink '{self.table.name}': cannot write batch {batch_id} to "
+                    f"{self.store.location.describe()}: {first}"
+                ) from err
 
     def _write(self, df: DataFrame, batch_id: int) -> None:
-        staging = self.root / STAGING_DIR / f"{self.sink_id}-{batch_id}"
-        shutil.rmtree(staging, ignore_errors=True)
-        self._stage(df, staging)
+        staging = f"{STAGING_DIR}/{self.sink_id}-{batch_id}"
+        store = self.store
+        store.delete_dir(staging)
+        self._stage(df, store.uri(staging))
         self._remove_placed(batch_id)
         moves = self._placements(staging, batch_id)
-        taken = [str(target) for _, target in moves if target.exists()]
+        taken = [target for _, target in moves if store.exists(target)]
         if taken:
             # Not this sink's (its own were removed above): another pipeline's, or a run's
             # before this one started afresh. Replacing it would lose that data.
             raise ConnectorError(
-                f"sink '{self.table.name}': {taken[0]} exists and is not this pipeline's "
-                f"(filename.strategy = '{self.options.strategy}' names files by batch alone; "
-                "write to a fresh path or use the default names or 'uuid')"
+                f"sink '{self.table.name}': {store.uri(taken[0])} exists and is not this "
+                f"pipeline's (filename.strategy = '{self.options.strategy}' names files by "
+                "batch alone; write to a fresh path or use the default names or 'uuid')"
             )
         _write_atomically(
             self.placing_file,
-            json.dumps({"batch": batch_id, "files": [str(d) for _, d in moves]}),
+            json.dumps({"batch": batch_id, "files": [target for _, target in moves], "rel": 1}),
         )
         for source, target in moves:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(source, target)
+            store.move(source, target)
         _write_atomically(self.committed_file, str(batch_id))
         self._committed = batch_id
-        shutil.rmtree(staging, ignore_errors=True)
+        store.delete_dir(staging)
 
-    def _stage(self, df: DataFrame, staging: Path) -> None:
+    def _stage(self, df: DataFrame, staging: str) -> None:
         """The batch's rows as files under ``staging`` (one directory per partition)."""
         opts = self.options
         frame = df
@@ -143,20 +159,22 @@ class BatchFiles:
         if partition:
             writer = writer.partitionBy(*partition)
         if self.parquet:
-            writer.parquet(str(staging))
+            writer.parquet(staging)
         else:
-            writer.text(str(staging))
+            writer.text(staging)
 
-    def _placements(self, staging: Path, batch_id: int) -> list[tuple[Path, Path]]:
+    def _placements(self, staging: str, batch_id: int) -> list[tuple[str, str]]:
         """Where each staged file goes: its partition's directory, split at the rolling
         size, under the names of the batch; files without rows are left behind."""
-        moves: list[tuple[Path, Path]] = []
-        staged = sorted(p for p in staging.rglob("part-*") if p.is_file())
+        moves: list[tuple[str, str]] = []
+        staged = [f for f in self.store.files(staging) if posixpath.basename(f).startswith("part-")]
         index = 0
         for part in staged:
-            directory = self.root / _partition_dir(part.parent.relative_to(staging))
-            for piece in split_file(part, self.parquet, self.options.file_size):
-                moves.append((piece, directory / self._name(batch_id, index)))
+            within = posixpath.relpath(posixpath.dirname(part), staging)
+            directory = _partition_dir("" if within == "." else within)
+            for piece in split_file(self.store, part, self.parquet, self.options.file_size):
+                name = self._name(batch_id, index)
+                moves.append((piece, f"{directory}/{name}" if directory else name))
                 index += 1
         return moves
 
@@ -192,25 +210,29 @@ class BatchFiles:
         if placing is None:
             # A sink state from before the sink listed them: its names were the default ones
             # (a listing of the directory, once, not at every batch).
-            for stale in self.root.glob(f"part-{self.sink_id}-{batch_id:010d}-*"):
-                stale.unlink()
+            stale = f"part-{self.sink_id}-{batch_id:010d}-"
+            for name in self.store.files(recursive=False):
+                if name.startswith(stale):
+                    self.store.delete(name)
         elif placing["batch"] == batch_id:
+            root = os.path.abspath(self.options.path) if self.store.location.local else ""
             for name in placing["files"]:
-                Path(name).unlink(missing_ok=True)
+                # Before "rel", the state listed local files by their absolute paths.
+                relative = name if placing.get("rel") else os.path.relpath(name, root)
+                self.store.delete(relative)
 
 
-def _partition_dir(staged: Path) -> Path:
+def _partition_dir(staged: str) -> str:
     """The partition directory of a file Spark staged under ``__arroyo_partition0=<escaped>/
     __arroyo_partition1=...``: the levels' values unescaped, with no part that climbs out of
     the sink's directory."""
     parts: list[str] = []
-    for level in staged.parts:
+    for level in staged.split("/") if staged else []:
         _, _, escaped = level.partition("=")
         value = unquote(escaped)
         if value != "__HIVE_DEFAULT_PARTITION__":  # Spark's name for an empty value
             parts += [p.replace(".", "%2E") if p in (".", "..") else p for p in value.split("/")]
-    safe = [p for p in parts if p]
-    return Path(*safe) if safe else Path()
+    return "/".join(p for p in parts if p)
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -12,10 +12,10 @@ from arroyo.program.spec import TableSpec
 
 
 def read_directory(ctx: ReadContext, table: TableSpec, options: FilesystemOptions) -> DataFrame:
-    return read_stream(ctx, table, options.path, file_mode(table), options.selection)
+    return read_stream(ctx, table, options.location.uri, file_mode(table), options.selection)
 
 
 def read_directory_whole(
     ctx: ReadContext, table: TableSpec, options: FilesystemOptions
 ) -> DataFrame:
-    return read_static(ctx, table, options.path, file_mode(table), options.selection)
+    return read_static(ctx, table, options.location.uri, file_mode(table), options.selection)

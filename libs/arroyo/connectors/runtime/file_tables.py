@@ -84,6 +84,11 @@ def read_static(
     if mode == "parquet":
         df = ctx.spark.read.schema(_columns_ddl(table)).parquet(*files)
     elif selection.compression != "none":
+        if "://" in path and not path.startswith("file:"):
+            raise ConnectorError(
+                f"lookup table '{table.name}': compressed lines ({selection.compression}) are "
+                f"read whole on the driver, from local files only, not from '{path}'"
+            )
         # Decompressed here: Spark's text reader knows codecs by file suffix, not by option.
         lines = []
         for name in files:

@@ -6,7 +6,6 @@ import java.io.UncheckedIOException;
 import java.nio.channels.Channels;
 import java.nio.channels.SeekableByteChannel;
 import java.nio.file.Files;
-import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
 import java.util.EnumSet;
@@ -15,7 +14,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 import java.util.zip.GZIPInputStream;
 
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -101,9 +99,14 @@ public final class BoundedFilesSource implements TableProvider {
     final String compression;
     final long maxRecords;
     final String useId;
+    // How the executors reach an object store's files (null for local files, read directly).
+    final org.apache.spark.util.SerializableConfiguration hadoop;
 
     Config(CaseInsensitiveStringMap options) {
       path = options.get("path");
+      hadoop = Listing.remote(path)
+          ? new org.apache.spark.util.SerializableConfiguration(Listing.hadoopConf())
+          : null;
       parquet = options.getOrDefault("mode", "lines").equals("parquet");
       columns = parquet ? StructType.fromDDL(options.get("columns")) : null;
       String given = options.getOrDefault("pattern", "");
@@ -127,6 +130,20 @@ public final class BoundedFilesSource implements TableProvider {
 
     /** The file's lines from byte {@code pos} of its (decompressed) text. */
     Lines open(String file, long pos) throws IOException {
+      if (hadoop != null) {
+        org.apache.hadoop.fs.Path at = new org.apache.hadoop.fs.Path(file);
+        org.apache.hadoop.fs.FSDataInputStream in = at.getFileSystem(hadoop.value()).open(at);
+        try {
+          if (compression.equals("none")) {
+            in.seek(pos);
+            return new Lines(in, pos, pos);
+          }
+          return new Lines(decompressed(in), 0, pos);
+        } catch (IOException | RuntimeException err) {
+          in.close();
+          throw err;
+        }
+      }
       if (compression.equals("none")) {
         SeekableByteChannel channel = Files.newByteChannel(Paths.get(file));
         try {
@@ -139,14 +156,17 @@ public final class BoundedFilesSource implements TableProvider {
       }
       InputStream raw = Files.newInputStream(Paths.get(file));
       try {
-        InputStream text = compression.equals("gzip")
-            ? new GZIPInputStream(raw, 1 << 16)
-            : new com.github.luben.zstd.ZstdInputStream(raw);
-        return new Lines(text, 0, pos); // read from the start: a compressed text has no seek
+        return new Lines(decompressed(raw), 0, pos); // a compressed text has no seek
       } catch (IOException | RuntimeException err) {
         raw.close();
         throw err;
       }
+    }
+
+    private InputStream decompressed(InputStream raw) throws IOException {
+      return compression.equals("gzip")
+          ? new GZIPInputStream(raw, 1 << 16)
+          : new com.github.luben.zstd.ZstdInputStream(raw);
     }
 
     IOException unreadable(String file, IOException err) {
@@ -155,49 +175,10 @@ public final class BoundedFilesSource implements TableProvider {
     }
   }
 
-  /**
-   * The files a file table reads, in the order it reads them: {@code path} if it is a file, or
-   * the visible files at any depth of the directory it is (names starting with {@code .} or
-   * {@code _} are hidden), those whose path relative to it {@code pattern} finds when there is
-   * one (null or empty: all), in name order. The streaming source and the lookup tables both
-   * list through here.
-   */
+  /** The files a file table reads, in the order it reads them: see {@link Listing#list}. The
+   * streaming source and the lookup tables both list through here. */
   public static List<String> list(String path, String pattern) {
-    Path given = Paths.get(path);
-    if (Files.isRegularFile(given)) {
-      return List.of(given.toString());
-    }
-    if (!Files.isDirectory(given)) {
-      return List.of();
-    }
-    Path root;
-    try {
-      root = given.toRealPath(); // a link to a directory: walked where it leads
-    } catch (IOException err) {
-      throw new UncheckedIOException("cannot list '" + path + "'", err);
-    }
-    Pattern matches = pattern == null || pattern.isEmpty() ? null : Pattern.compile(pattern);
-    try (Stream<Path> walk = Files.walk(root)) {
-      return walk.filter(Files::isRegularFile)
-          .filter(f -> visible(root.relativize(f)))
-          .filter(f -> matches == null
-              || matches.matcher(root.relativize(f).toString().replace('\\', '/')).find())
-          .map(Path::toString)
-          .sorted()
-          .toList();
-    } catch (IOException err) {
-      throw new UncheckedIOException("cannot list '" + path + "'", err);
-    }
-  }
-
-  private static boolean visible(Path relative) {
-    for (Path part : relative) {
-      String name = part.toString();
-      if (name.startsWith(".") || name.startsWith("_")) {
-        return false;
-      }
-    }
-    return true;
+    return Listing.list(path, pattern);
   }
 
   static final class FilesTable implements Table, SupportsRead {
@@ -393,8 +374,9 @@ public final class BoundedFilesSource implements TableProvider {
     /** A Parquet file's footer, read once per query (the files of a bounded input do not
      * change while it is read). */
     private ParquetFiles.Footer footer(String file) {
-      return footers.computeIfAbsent(file, f -> ParquetFiles.footer(f,
-          org.apache.spark.sql.SparkSession.active().sparkContext().hadoopConfiguration()));
+      // The session's Hadoop settings, as Spark's readers take them (an object store's
+      // credentials among them).
+      return footers.computeIfAbsent(file, f -> ParquetFiles.footer(f, Listing.hadoopConf()));
     }
 
     @Override

@@ -1,0 +1,104 @@
+"""Exactly once as a reader that is not Spark sees it: ``arroyo run`` killed with -9 at random
+moments, then resumed from its state directory, writes each row once into a local directory
+and into an S3 bucket, as a plain listing (and pyarrow, not Spark's ``_spark_metadata``) reads
+them. Between the kills a listing may show part of a batch awaiting its replay, never a row
+twice."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
+import pytest
+
+from arroyo.testing.s3 import S3Server
+
+pytestmark = [pytest.mark.slow, pytest.mark.s3]
+
+ROWS = 40_000
+
+
+def _local_rows(out: Path) -> list[int]:
+    rows: list[int] = []
+    for f in sorted(out.rglob("*")):
+        relative = f.relative_to(out).parts
+        if f.is_file() and not any(p.startswith(("_", ".")) for p in relative):
+            rows += [json.loads(line)["n"] for line in f.read_text().splitlines() if line]
+    return rows
+
+
+def _bucket_rows(server: S3Server, bucket: str) -> list[int]:
+    fs = server.filesystem()
+    infos = fs.get_file_info(pafs.FileSelector(f"{bucket}/out", recursive=True))
+    rows: list[int] = []
+    for info in infos:
+        relative = info.path.removeprefix(f"{bucket}/out/").split("/")
+        if info.type != pafs.FileType.File or any(p.startswith(("_", ".")) for p in relative):
+            continue
+        with fs.open_input_file(info.path) as f:
+            rows += pq.read_table(f).column("n").to_pylist()
+    return rows
+
+
+def _no_row_twice(rows: list[int], where: str) -> None:
+    twice = [n for n, c in Counter(rows).items() if c > 1]
+    assert not twice, f"{where}: rows seen twice, e.g. {twice[:5]}"
+
+
+def test_kill_9_leaves_each_row_once_for_a_plain_reader(
+    tmp_path: Path, s3_server: S3Server, s3_bucket: str
+) -> None:
+    seed = int(os.environ.get("ARROYO_TEST_SEED", time.time_ns() % 10_000))
+    rng = random.Random(seed)
+    out = tmp_path / "out"
+    script = tmp_path / "crash.sql"
+    script.write_text(
+        "CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '2000', "
+        f"message_count = '{ROWS}');\n"
+        f"CREATE TABLE local_out (n BIGINT) WITH (connector = 'filesystem', path = '{out}', "
+        "format = 'json', type = 'sink');\n"
+        f"CREATE TABLE s3_out (n BIGINT) WITH (connector = 'filesystem', "
+        f"path = 's3://{s3_bucket}/out', format = 'parquet', type = 'sink'"
+        f"{s3_server.with_clause()});\n"
+        "INSERT INTO local_out SELECT counter AS n FROM impulse;\n"
+        "INSERT INTO s3_out SELECT counter AS n FROM impulse;\n"
+    )
+    command = [
+        str(Path(sys.executable).with_name("arroyo")),
+        "run", str(script), "--parallelism", "1", "--state-dir", str(tmp_path / "state"),
+    ]  # fmt: skip
+    log = tmp_path / "run.log"
+    for kill in range(3):
+        with open(log, "ab") as sink:
+            run = subprocess.Popen(command, stdout=sink, stderr=sink, start_new_session=True)
+        try:
+            before = len(_local_rows(out))
+            deadline = time.monotonic() + 180
+            while len(_local_rows(out)) <= before and run.poll() is None:
+                assert time.monotonic() < deadline, f"no new rows (seed {seed})"
+                time.sleep(0.2)
+            time.sleep(rng.uniform(0.0, 2.5))
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # it may have ended by itself
+                os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+        local, in_s3 = _local_rows(out), _bucket_rows(s3_server, s3_bucket)
+        print(f"kill {kill + 1}: {len(local)} rows on disk, {len(in_s3)} in S3 (seed {seed})")
+        _no_row_twice(local, f"local, after kill {kill + 1} (seed {seed})")
+        _no_row_twice(in_s3, f"S3, after kill {kill + 1} (seed {seed})")
+    with open(log, "ab") as sink:
+        done = subprocess.run(command, stdout=sink, stderr=sink, timeout=300, check=False)
+    assert done.returncode == 0, log.read_text()[-3000:]
+    expected = list(range(ROWS))
+    assert sorted(_local_rows(out)) == expected, f"seed {seed}"
+    assert sorted(_bucket_rows(s3_server, s3_bucket)) == expected, f"seed {seed}"
