@@ -5,6 +5,7 @@ sees each row once, and wrong credentials or a missing bucket fail naming where 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +156,34 @@ def test_a_missing_bucket_fails_naming_it(
         _run(spark, tmp_path, script)
     message = str(failed.value)
     assert "no-such-bucket-here" in message and s3_server.endpoint in message, message
+
+
+def test_a_server_that_goes_away_fails_the_run_and_the_resumed_run_loses_nothing(
+    spark: SparkSession, tmp_path: Path, s3_server: S3Server, s3_bucket: str
+) -> None:
+    script = (
+        "CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '2000', "
+        "message_count = '12000');\n"
+        "CREATE TABLE out (n BIGINT) WITH (connector = 'filesystem', "
+        f"path = 's3://{s3_bucket}/out', format = 'json', type = 'sink'"
+        f"{s3_server.with_clause()});\n"
+        "INSERT INTO out SELECT counter AS n FROM impulse;"
+    )
+    state = tmp_path / "state"
+    runner = PipelineRunner(spark, spark_planner(spark, state_dir=state).plan(script), state)
+    runner.start()
+    try:
+        deadline = time.monotonic() + 120
+        while not _listed(s3_server, s3_bucket, "out"):
+            assert time.monotonic() < deadline, "no files before the server went away"
+            time.sleep(0.2)
+        s3_server.kill()
+        with pytest.raises(JobFailedError) as failed:
+            runner.wait(timeout=300)
+    finally:
+        s3_server.restart()  # the same port and data: the server came back
+    message = str(failed.value)
+    assert s3_bucket in message and s3_server.endpoint in message, message
+    _run(spark, tmp_path, script)
+    rows = _rows(s3_server, _listed(s3_server, s3_bucket, "out"))
+    assert sorted(r["n"] for r in rows) == list(range(12000))
