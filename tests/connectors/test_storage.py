@@ -83,3 +83,14 @@ def test_hadoop_keys_pass_through_and_unknown_keys_are_refused() -> None:
         FilesystemOptions.model_validate({"path": "s3://b-1/x", "storage.aws_secret": "s"})
     with pytest.raises(ValueError, match="give both, or neither"):
         FilesystemOptions.model_validate({"path": "s3://b-1/x", "storage.aws_access_key_id": "k"})
+
+
+def test_a_tables_own_hadoop_keys_win_over_the_computed_ones() -> None:
+    options = FilesystemOptions.model_validate(
+        {
+            "path": "s3://data/out",
+            "storage.aws_endpoint": "http://127.0.0.1:9000",
+            "storage.fs.s3a.bucket.data.retry.limit": "9",
+        }
+    )
+    assert hadoop_settings(options.location)["fs.s3a.bucket.data.retry.limit"] == "9"

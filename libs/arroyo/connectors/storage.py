@@ -175,9 +175,10 @@ def s3_options(options: dict[str, str]) -> dict[str, str]:
 def hadoop_settings(location: Location) -> dict[str, str]:
     """The Hadoop configuration that reaches ``location``: S3A's settings for its bucket, and
     the ``fs.`` keys of its storage options as they are."""
-    settings = {k: v for k, v in location.options.items() if k.startswith("fs.")}
+    given = {k: v for k, v in location.options.items() if k.startswith("fs.")}
     if location.scheme != "s3":
-        return settings
+        return given
+    settings: dict[str, str] = {}
     s3 = s3_options(location.options)
     base = f"fs.s3a.bucket.{location.bucket}."
     if location.endpoint:
@@ -205,7 +206,8 @@ def hadoop_settings(location: Location) -> dict[str, str]:
     settings[base + "retry.limit"] = "3"
     settings[base + "connection.establish.timeout"] = "5s"
     settings[base + "connection.timeout"] = "30s"
-    return settings
+    # The table's own Hadoop keys last: any S3A setting can be given, over these.
+    return {**settings, **given}
 
 
 def configure(spark: SparkSession, location: Location) -> None:
@@ -236,13 +238,18 @@ def filesystem(location: Location) -> tuple[pafs.FileSystem, str]:
     endpoint = location.endpoint
     scheme = "https"
     if endpoint:
-        split = urlsplit(endpoint)
-        scheme, endpoint = split.scheme or "https", split.netloc or endpoint
+        if "://" in endpoint:
+            split = urlsplit(endpoint)
+            scheme, endpoint = split.scheme, split.netloc
+        elif _true(s3.get("allow_http")):
+            scheme = "http"  # host:port, as S3A takes it with aws_allow_http
     fs = pafs.S3FileSystem(
         access_key=s3.get("access_key_id"),
         secret_key=s3.get("secret_access_key"),
         session_token=s3.get("session_token"),
-        region=location.region or "us-east-1",
+        # AWS: the bucket's own region when none is given (pyarrow follows no redirects).
+        region=location.region
+        or (pafs.resolve_s3_region(location.bucket) if endpoint is None else "us-east-1"),
         endpoint_override=endpoint,
         scheme=scheme,
         force_virtual_addressing=_true(s3.get("virtual_hosted_style", "false")),

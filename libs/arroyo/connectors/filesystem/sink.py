@@ -89,8 +89,10 @@ class BatchFiles:
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         with batch_in_flight():
             if batch_id <= self.committed():
-                # Run all the same: a stateful query's batch must run to its end.
+                # Run all the same: a stateful query's batch must run to its end. A crash
+                # after the batch was recorded, before its staging went, left that behind.
                 consume(df)
+                self.store.delete_dir(f"{STAGING_DIR}/{self.sink_id}-{batch_id}")
                 return
             try:
                 self._write(df, batch_id)

@@ -15,13 +15,17 @@ from typing import IO, cast
 
 import pyarrow.fs as pafs
 
-from arroyo.connectors.storage import Location, filesystem
+from arroyo.connectors.base import ConnectorError
+from arroyo.connectors.storage import Location, StorageError, filesystem
 
 
 class SinkStore:
     def __init__(self, location: Location) -> None:
         self.location = location
-        self.fs, self.root = filesystem(location)
+        try:
+            self.fs, self.root = filesystem(location)
+        except StorageError as err:
+            raise ConnectorError(str(err)) from err
 
     def uri(self, relative: str) -> str:
         """Where Spark writes ``relative``."""
