@@ -39,7 +39,10 @@ def _local_rows(out: Path) -> list[int]:
 
 def _bucket_rows(server: S3Server, bucket: str) -> list[int]:
     fs = server.filesystem()
-    infos = fs.get_file_info(pafs.FileSelector(f"{bucket}/out", recursive=True))
+    # S3 has no directories: before the first commit (or after recovery removed the last
+    # staged object) the prefix lists nothing, as `aws s3 ls` shows it
+    selector = pafs.FileSelector(f"{bucket}/out", recursive=True, allow_not_found=True)
+    infos = fs.get_file_info(selector)
     rows: list[int] = []
     for info in infos:
         relative = info.path.removeprefix(f"{bucket}/out/").split("/")
