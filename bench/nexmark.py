@@ -189,10 +189,12 @@ def _offset(offset: dict[str, int] | None) -> int:
 def _events(progress: Any) -> int:
     """Events a batch read, from its source offsets: a query that reads the events twice (q7's
     and q8's two aggregates) counts each row once per read in ``numInputRows``."""
+    from arroyo.engine.plans import offset_json
+
     read = 0
     for source in progress.sources:
-        start = json.loads(source.startOffset) if source.startOffset else None
-        end = json.loads(source.endOffset) if source.endOffset else None
+        start = json.loads(offset_json(source.startOffset) or "null")
+        end = json.loads(offset_json(source.endOffset) or "null")
         if "file" in (end or {}):
             # The file source (Parquet): offsets are a file and a row in it. (Not numInputRows:
             # a query that reads the table twice counts each row twice there.)

@@ -183,7 +183,9 @@ def _committed_ms(p: Any) -> float:
 
 def _offset(text: str | None) -> int:
     """A nexmark source offset; the first batch starts from none (event 0)."""
-    parsed = json.loads(text) if text else None
+    from arroyo.engine.plans import offset_json
+
+    parsed = json.loads(offset_json(text) or "null")
     return int(parsed["n"]) if parsed else 0
 
 

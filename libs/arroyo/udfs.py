@@ -311,7 +311,7 @@ def _vectorised_udf(u: UdfDef) -> Any:
 
     func, name = u.func, u.name
     strict = [i for i, a in enumerate(u.args) if not a.nullable]
-    returns = to_arrow_type(_parse_datatype_string(u.returns.spark), timezone="UTC")
+    returns = to_arrow_type(_parse_datatype_string(u.returns.spark))
     naive = [a.spark == "TIMESTAMP" for a in u.args]
 
     def run(*arrays: Any) -> Any:

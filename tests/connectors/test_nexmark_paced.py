@@ -14,6 +14,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from arroyo.engine.catalog import spark_planner
+from arroyo.engine.plans import offset_json
 from arroyo.engine.runner import PipelineRunner
 
 if TYPE_CHECKING:
@@ -30,7 +31,7 @@ SQL = (
 
 
 def _offset(text: str | None) -> int:
-    parsed = json.loads(text) if text else None
+    parsed = json.loads(offset_json(text) or "null")
     return int(parsed["n"]) if parsed else 0
 
 

@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
 
 from arroyo.engine.catalog import spark_planner
+from arroyo.engine.plans import offset_json
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError
 from arroyo.testing.kafka import KafkaBroker
@@ -103,16 +104,18 @@ def test_stopped_and_resumed_from_its_checkpoint_nothing_is_lost(
     first.start()
     (query,) = first.queries
     first.wait(180)  # returns once two batches have committed, stopping gracefully
-    (committed,) = [json.loads(s.endOffset) for s in query.lastProgress.sources]
+    (committed,) = [json.loads(offset_json(s.endOffset) or "") for s in query.lastProgress.sources]
     assert len(committed["next"]) == 2  # one position per task
 
     second = _runner(spark, sql, tmp_path, batch_ms=5_000, stop_after=1)
     second.start()
     (query,) = second.queries
     second.wait(180)
-    (resumed,) = [json.loads(s.startOffset) for s in query.recentProgress[0].sources]
+    (resumed,) = [
+        json.loads(offset_json(s.startOffset) or "") for s in query.recentProgress[0].sources
+    ]
     assert resumed == committed
-    (final,) = [json.loads(s.endOffset) for s in query.lastProgress.sources]
+    (final,) = [json.loads(offset_json(s.endOffset) or "") for s in query.lastProgress.sources]
 
     numbers = _event_numbers(kafka_broker, kafka_topic, tmp_path)
     assert min(final["next"]) > max(committed["next"])

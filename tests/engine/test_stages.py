@@ -122,7 +122,7 @@ def test_a_batch_without_changes_gives_the_reader_no_batch(tmp_path: Path) -> No
     assert not [p for p in root.iterdir() if p.name.startswith(".tmp")]
     reader = _StageReader({"path": str(root)}, StructType([StructField("n", LongType())]))
     start = reader.initialOffset()
-    end = reader.latestOffset(start, reader.getDefaultReadLimit())
+    end = reader.latestOffset()
     assert end["batch"] == 2
     files = [Path(p.path) for p in reader.partitions(start, end)]
     assert [f.parent for f in files] == [batch_dir(root, 0), batch_dir(root, 2)]

@@ -131,6 +131,15 @@ def register_aggregate(spark: SparkSession, aggregate: AggregateSpec) -> None:
     """One of Arroyo's own aggregate functions (Java), under the name the views call it by."""
     jvm = spark._jvm
     assert jvm is not None
+    if aggregate.kind == "top_n":
+        jvm.arroyo.sql.TopN.register(
+            spark._jsparkSession,
+            aggregate.name,
+            aggregate.input_ddl,
+            aggregate.key,
+            aggregate.largest,
+        )
+        return
     if aggregate.kind != "extreme_rows":
         jvm.arroyo.sql.SignedMultiset.register(
             spark._jsparkSession, aggregate.name, aggregate.input_ddl, aggregate.kind

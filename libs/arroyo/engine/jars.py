@@ -6,9 +6,11 @@ They are resolved from Maven Central once, at setup (``scripts/setup`` runs ``py
 arroyo.engine.jars``), with the Ivy that ships inside pyspark, into ``jar_dir()``; every
 SparkSession then loads them from there, so a run needs no network.
 
-Versions: Maven Central has no 4.3.0 builds of these connectors, so they are the newest builds
-there. They run on Spark 4.3 because they use only its data source APIs; the Kafka and Avro
-tests exercise them on every run.
+Versions (README, "Versions"): Spark 4.1 is the newest line that Kafka, Avro, Delta and Iceberg
+all have builds for. The Kafka connector is the build of pyspark's own version, 4.1.3, whose
+progress report no longer fails on the first batch after a restart (SPARK-55271, in 4.1.1); its
+token provider and the Avro connector have no build past 4.1.1 on Maven Central, and within a
+patch line the data source APIs they use do not change. hadoop-aws is pyspark's Hadoop version.
 
 Our Java is compiled with the JDK's ``javac`` against pyspark's jars, at setup or at the first
 session after its sources change, into a jar named by the sources' hash (so a stale build is
@@ -39,11 +41,21 @@ def hadoop_version() -> str:
     raise JarResolutionError("pyspark's hadoop-client-api jar is missing: reinstall pyspark")
 
 
+_TOKEN_PROVIDER = "org.apache.spark:spark-token-provider-kafka-0-10_2.13"
+
+
 def spark_packages() -> tuple[str, ...]:
+    """Maven coordinates, each ``group:artifact:version`` followed by any dependencies to leave
+    out (`` !group:artifact``)."""
     return (
-        "org.apache.spark:spark-sql-kafka-0-10_2.13:4.2.0",
+        f"org.apache.spark:spark-sql-kafka-0-10_2.13:4.1.3 !{_TOKEN_PROVIDER}",
+        f"{_TOKEN_PROVIDER}:4.1.1",
         "org.apache.spark:spark-avro_2.13:4.1.1",
         f"org.apache.hadoop:hadoop-aws:{hadoop_version()}",
+        # Delta Lake without its Unity Catalog client (Arroyo writes Delta tables by path).
+        "io.delta:delta-spark_4.1_2.13:4.4.0 !io.unitycatalog:unitycatalog-client"
+        " !io.unitycatalog:unitycatalog-hadoop",
+        "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0",
     )
 
 
@@ -98,20 +110,34 @@ def retrieve(
         return _retrieve_once(coordinate, dest, cache)
 
 
+def _ivy_module(coordinate: str) -> str:
+    """An Ivy module file that depends on ``coordinate`` (``group:artifact:version``, then any
+    `` !group:artifact`` exclusions)."""
+    wanted, *excluded = coordinate.split()
+    group, artifact, version = wanted.split(":")
+    excludes = "".join(
+        '<exclude org="{}" module="{}"/>'.format(*e.removeprefix("!").split(":")) for e in excluded
+    )
+    return (
+        '<ivy-module version="2.0"><info organisation="arroyo" module="jars"/><dependencies>'
+        f'<dependency org="{group}" name="{artifact}" rev="{version}" conf="default->default">'
+        f"{excludes}</dependency></dependencies></ivy-module>"
+    )
+
+
 def _retrieve_once(coordinate: str, dest: Path, cache: Path) -> list[Path]:
-    group, artifact, version = coordinate.split(":")
     ivy = next(_pyspark_jars().glob("ivy-*.jar"), None)
     if ivy is None:
         raise JarResolutionError("pyspark's Ivy jar is missing: reinstall pyspark")
     dest.mkdir(parents=True, exist_ok=True)
+    module = dest.parent / f".{dest.name}.ivy.xml"
+    module.write_text(_ivy_module(coordinate))
     command = [
         "java",
         "-jar",
         str(ivy),
-        "-dependency",
-        group,
-        artifact,
-        version,
+        "-ivy",
+        str(module),
         "-confs",
         "default",
         "-cache",
@@ -139,7 +165,8 @@ def fetch_spark_jars(packages: tuple[str, ...] | None = None) -> list[Path]:
     with tempfile.TemporaryDirectory() as tmp:
         jars: dict[str, Path] = {}
         for coordinate in packages:
-            for jar in retrieve(coordinate, Path(tmp) / coordinate.replace(":", "_")):
+            name = coordinate.split()[0].replace(":", "_")
+            for jar in retrieve(coordinate, Path(tmp) / name):
                 if _artifact(jar) not in have:
                     jars[jar.name] = jar
         if target.exists():

@@ -11,6 +11,7 @@ Called on the driver, on a query that Spark has analysed (``spark.sql`` or a Dat
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Collection, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -64,9 +65,26 @@ def offsets_ended(end_offsets: Iterable[str | None]) -> bool:
     return bool(ended) and all(ended)
 
 
+def offset_json(offset: str | None) -> str | None:
+    """A source's offset in a progress record, as JSON. PySpark 4.1 spells the offsets of a
+    query's own records (``recentProgress``, ``lastProgress``) as Python's repr of the parsed
+    JSON (``{'eoi': 1}``); those of its listener's events are Spark's JSON."""
+    if not offset:
+        return offset
+    try:
+        json.loads(offset)
+        return offset
+    except ValueError:
+        pass
+    try:
+        return json.dumps(ast.literal_eval(offset))
+    except (ValueError, SyntaxError):
+        return offset
+
+
 def _eoi_count(offset: str | None) -> int:
     try:
-        parsed = json.loads(offset or "{}")
+        parsed = json.loads(offset_json(offset) or "{}")
     except ValueError:
         return 0
     return int(parsed.get("eoi", 0)) if isinstance(parsed, dict) else 0

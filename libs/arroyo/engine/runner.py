@@ -45,6 +45,7 @@ from arroyo.engine.per_batch import PerBatchQuery
 from arroyo.engine.plans import (
     declare_column_use,
     end_of_input_sources,
+    offset_json,
     offsets_ended,
     stateful_operator,
     without_event_time,
@@ -303,8 +304,7 @@ class PipelineRunner:
             )
         batch = f"{self.real_time_batch_ms} milliseconds"
         try:
-            # pyspark's type stubs do not list the realTime trigger yet.
-            real_time = writer.outputMode("update").trigger(realTime=batch)  # type: ignore[call-overload]
+            real_time = _real_time_trigger(self.spark, writer.outputMode("update"), batch)
             # Real-time mode takes only Spark's own RocksDB store, which a stateless query
             # loses nothing by: the query keeps the setting it starts with (its own session).
             provider = self.spark.conf.get(PROVIDER_CLASS)
@@ -523,7 +523,7 @@ def _report(
     return BatchReport(
         query=w.query.name or w.spec.sink.name,
         batch_id=int(p.batchId),
-        offsets={str(s.description): str(s.endOffset) for s in p.sources or []},
+        offsets={str(s.description): str(offset_json(str(s.endOffset))) for s in p.sources or []},
         watermark=None if is_end_of_time(watermark) else watermark,
         rows_in=int(p.numInputRows or 0),
         input_rows_per_second=float(p.inputRowsPerSecond or 0.0),
@@ -579,6 +579,18 @@ def _user_message(causes: list[str]) -> str:
         if first.strip():
             return first.split(": ", 1)[-1] if first.startswith(("org.", "java.")) else first
     return "streaming query failed"
+
+
+def _real_time_trigger(
+    spark: SparkSession, writer: DataStreamWriter, batch: str
+) -> DataStreamWriter:
+    """``writer.trigger(realTime=batch)``. PySpark 4.1 has no ``realTime`` argument, though its
+    JVM has the trigger (``Trigger.RealTime``): set it there, as later PySpark does."""
+    jvm = spark._jvm
+    assert jvm is not None
+    trigger = jvm.org.apache.spark.sql.streaming.Trigger.RealTime(batch)
+    writer._jwrite = writer._jwrite.trigger(trigger)
+    return writer
 
 
 def _start_or_refuse(writer: DataStreamWriter, sink: str) -> StreamingQuery:

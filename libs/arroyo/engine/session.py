@@ -57,6 +57,9 @@ def state_rows_counted(spark: SparkSession) -> bool:
     return not rocksdb or spark.conf.get(_TRACK_ROWS) != "false"
 
 
+_DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+
 def get_or_create_session(settings: SessionSettings = SessionSettings()) -> SparkSession:
     """Return the process's SparkSession, creating it on first use."""
     # Python workers must run the interpreter that has pyarrow and this package installed.
@@ -91,17 +94,21 @@ def get_or_create_session(settings: SessionSettings = SessionSettings()) -> Spar
         # Counting state rows costs a read before every write (Nexmark q5: a quarter of its
         # time); progress then reports the rows as 0, which the runner reports as not counted.
         .config(_TRACK_ROWS, "false")
-        # Stream-stream joins keep their rows in one RocksDB store (column families) ordered by
-        # event time, so dropping the rows the watermark has passed reads only those rows:
-        # with version 2 (four stores) every micro-batch scanned all of a join's state, which
-        # for a join bounded by updating_ttl (a day of rows) grows with the day. A query keeps
-        # the version its checkpoint started with.
-        .config("spark.sql.streaming.join.stateFormatVersion", "4")
+        # Stream-stream joins keep their rows in one RocksDB store (column families) rather
+        # than four (version 2). Spark 4.1's newest version; later Spark's version 4 also orders
+        # them by event time, so that dropping the rows the watermark has passed reads only
+        # those rows instead of all of a join's state (for a join bounded by updating_ttl, a
+        # day of rows). A query keeps the version its checkpoint started with.
+        .config("spark.sql.streaming.join.stateFormatVersion", "3")
         # Parquet timestamps as INT64 microseconds (Spark's own unit), not the deprecated
         # 12-byte INT96: what other readers expect of a file sink, and cheaper to write (a stage
         # handing a join's rows to an aggregate, Nexmark q4/q9, spent about 5% of its CPU time
         # writing INT96 times through Parquet's binary dictionary).
         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+        # The delta sink writes through Delta Lake's Spark integration, which needs its
+        # extension and catalog (both static: they cannot be set once the session runs).
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", _DELTA_CATALOG)
     )
     log_config = Path(__file__).with_name("log4j2.properties")
     # -Xss: a query stopped while a foreachBatch function (a sink on the driver) runs a Spark

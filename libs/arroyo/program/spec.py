@@ -149,13 +149,16 @@ class AggregateSpec:
     - ``min``, ``max``, ``count_distinct``: over a changelog's signed rows, ``f(value,
       sign)`` with ``input_ddl`` the value's type as Spark's JSON writes it, keeping each
       group's multiset so that a retraction forgets its value
-      (libs/arroyo/java/arroyo/sql/SignedMultiset.java)."""
+      (libs/arroyo/java/arroyo/sql/SignedMultiset.java);
+    - ``top_n``: the ``key`` rows with the largest (``largest``) or smallest order value, over
+      rows whose type ``input_ddl`` gives as Spark's JSON (the order value first)
+      (libs/arroyo/java/arroyo/sql/TopN.java)."""
 
     name: str
     input_ddl: str
     key: int = 0
     largest: bool = True
-    kind: Literal["extreme_rows", "min", "max", "count_distinct"] = "extreme_rows"
+    kind: Literal["extreme_rows", "min", "max", "count_distinct", "top_n"] = "extreme_rows"
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit
 from pyspark.sql.types import StructType
 
 from arroyo.program.names import EVENT_TIME
@@ -84,26 +83,38 @@ class _EndOfInput(InputPartition):
 class _StageReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str], schema: StructType) -> None:
         self.root = Path(options["path"])
-        self.arrow_schema = to_arrow_schema(schema, timezone="UTC")
+        # TimestampType as UTC-zoned Arrow timestamps (pyspark 4.1's default).
+        self.arrow_schema = to_arrow_schema(schema)
+        # The end of the last batch Spark planned: pyspark 4.1's latestOffset is not given
+        # it (no admission control for Python sources). After a restart, what was consumed.
+        self._start: dict[str, Any] = {"batch": consumed(self.root), "eoi": 0}
 
     def initialOffset(self) -> dict[str, Any]:
         return {"batch": -1, "eoi": 0}
 
-    def getDefaultReadLimit(self) -> ReadLimit:
-        return ReadAllAvailable()
-
-    def latestOffset(self, start: dict[str, Any], limit: ReadLimit) -> dict[str, Any]:
+    def latestOffset(self) -> dict[str, Any]:
+        start = self._start
         # _end is looked at before the listing, so a listing taken after it has seen every
         # batch there will ever be.
         ended = (self.root / END).exists()
         batches = [b for b in committed_batches(self.root) if b > start["batch"]]
         if batches:
-            return {"batch": batches[-1], "eoi": start["eoi"]}
-        if ended:
-            return {"batch": start["batch"], "eoi": start["eoi"] + 1}
-        return start
+            latest = {"batch": batches[-1], "eoi": start["eoi"]}
+        elif ended:
+            latest = {"batch": start["batch"], "eoi": start["eoi"] + 1}
+        else:
+            latest = start
+        # Spark plans a batch up to any offset that differs from its last one.
+        self._start = latest
+        return latest
+
+    def _seen(self, offset: dict[str, Any]) -> None:
+        """Spark planned or committed up to ``offset`` (after a restart, ahead of _start)."""
+        if (offset["batch"], offset["eoi"]) > (self._start["batch"], self._start["eoi"]):
+            self._start = dict(offset)
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
+        self._seen(end)
         parts: list[InputPartition] = [
             _File(str(f))
             for b in committed_batches(self.root)
@@ -164,6 +175,7 @@ class _StageReader(DataSourceStreamReader):
         """Spark committed every batch up to ``end``: their files are no longer needed. The
         mark goes first, so that the writer, replaying a batch after a crash, knows it was
         consumed even once its files are gone."""
+        self._seen(end)
         if end["batch"] > consumed(self.root):
             _write_atomically(self.root / CONSUMED, str(end["batch"]))
         # Also after a crash between the mark and the removal: what it left goes now.

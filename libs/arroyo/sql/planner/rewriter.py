@@ -173,6 +173,7 @@ class Rewriter:
             )
         except FunctionError as err:
             raise error(ErrorCode.BAD_FUNCTION_CALL, str(err), span_of(ctx.text, err.node)) from err
+        window_fn.register_top_n(ctx, select)
         is_aggregate = select.args.get("group") is not None or any(
             has_aggregate(p) for p in select.expressions
         )

@@ -92,16 +92,16 @@ public class IdleExpiringStateStoreProvider extends RocksDBStateStoreProvider {
     return names.length > 0 && names[names.length - 1].equals("timeoutTimestamp");
   }
 
+  // Spark 4.1's signatures (later Spark adds forceSnapshotOnCommit and loadEmpty to both).
   @Override
-  public StateStore getStore(
-      long version, Option<String> uniqueId, boolean forceSnapshotOnCommit, boolean loadEmpty) {
-    return expireIdle(super.getStore(version, uniqueId, forceSnapshotOnCommit, loadEmpty));
+  public StateStore getStore(long version, Option<String> uniqueId) {
+    return expireIdle(super.getStore(version, uniqueId));
   }
 
   @Override
   public StateStore upgradeReadStoreToWriteStore(
-      ReadStateStore readStore, long version, Option<String> uniqueId, boolean loadEmpty) {
-    return expireIdle(super.upgradeReadStoreToWriteStore(readStore, version, uniqueId, loadEmpty));
+      ReadStateStore readStore, long version, Option<String> uniqueId) {
+    return expireIdle(super.upgradeReadStoreToWriteStore(readStore, version, uniqueId));
   }
 
   /** Drops the keys last updated more than the TTL ago; the drops commit with the batch. */

@@ -7,12 +7,13 @@ aggregate it amounts to (unwindowed_top_n).
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from arroyo.program.names import EVENT_TIME
-from arroyo.program.spec import ViewSpec
+from arroyo.program.spec import AggregateSpec, ViewSpec
 from arroyo.sql.planner.context import ViewShape
 from arroyo.sql.planner.diagnostics import ErrorCode, error, span_of
 from arroyo.sql.planner.relations import Planned, Relation, batch_view_name, reads_changelog
@@ -21,8 +22,10 @@ from arroyo.sql.planner.syntax import RANKED_ROWS, conjuncts, from_clause
 if TYPE_CHECKING:
     from arroyo.sql.planner.context import PlanContext
 
-# A top-N without windows: Spark's max_by(x, o, N) takes N up to this.
+# A top-N without windows takes N up to this.
 _MAX_TOP_N = 100_000
+# The meta key of a TopN call awaiting its types: (N, descending, span).
+_TOP_N = "arroyo_top_n"
 
 
 def unwindowed_top_n(ctx: PlanContext, select: exp.Select) -> bool:
@@ -31,8 +34,8 @@ def unwindowed_top_n(ctx: PlanContext, select: exp.Select) -> bool:
     highest bids of each auction): the N rows of each key with the largest (or smallest) o,
     which change as input arrives. Rewritten to the updating aggregate it is: GROUP BY k,
     and for N = 1 each other column ``max_by(row, o)`` (``min_by`` for ascending order);
-    for N > 1, ``max_by(row, o, N)`` (Spark keeps a bounded heap per key) turned into one
-    row per rank, keyed by k and rn. Returns whether ``select`` had that form; it is
+    for N > 1, our TopN aggregate (a bounded heap per key) turned into one row per rank,
+    keyed by k and rn. Returns whether ``select`` had that form; it is
     rewritten in place. Forms it cannot state as an aggregate are refused."""
     from_ = from_clause(select)
     if from_ is None or not isinstance(from_.this, exp.Subquery):
@@ -138,12 +141,17 @@ def unwindowed_top_n(ctx: PlanContext, select: exp.Select) -> bool:
                 one = exp.Literal.number(1)
                 col.replace(exp.alias_(one, rank) if col.parent is select else one)
         return True
-    # N rows per key: inline(transform(max_by(row, o, N), (x, i) -> (x.c0 AS v0, ..,
-    # i + 1 AS rn))) beside the keys, a generator over the aggregate, keyed by k and rn.
-    top = exp.Anonymous(
-        this="max_by" if descending else "min_by",
-        expressions=[row, by.copy(), exp.Literal.number(n)],
+    # N rows per key: inline(transform(top.rows, (x, i) -> (x.c0 AS v0, .., i + 1 AS rn)))
+    # beside the keys, a generator over the aggregate, keyed by k and rn. top is our TopN
+    # aggregate (libs/arroyo/java/arroyo/sql/TopN.java: a bounded heap per key, the
+    # max_by(row, o, N) of later Spark), registered once the query's types are known
+    # (register_top_n, after its functions are in Spark's terms).
+    call = exp.Anonymous(
+        this=ctx.fresh_name("__arroyo_top_n"),
+        expressions=[by.copy(), *(f.expression.copy() for f in row.expressions)],
     )
+    call.meta[_TOP_N] = (n, descending, span)
+    top = exp.Dot(this=call, expression=exp.to_identifier("rows"))
     item, index = exp.to_identifier("__x"), exp.to_identifier("__i")
     fields = [
         exp.PropertyEQ(
@@ -177,6 +185,40 @@ def unwindowed_top_n(ctx: PlanContext, select: exp.Select) -> bool:
     )
     inner.meta[RANKED_ROWS] = rank
     return True
+
+
+def register_top_n(ctx: PlanContext, select: exp.Select) -> None:
+    """Register the TopN aggregate of each top-N that unwindowed_top_n wrote into ``select``
+    (its functions now in Spark's terms): its input types are those of the order and the row
+    in the query's FROM, as Spark analyses them."""
+    from pyspark.sql.types import StructField, StructType
+
+    for call in [c for c in select.find_all(exp.Anonymous) if _TOP_N in c.meta]:
+        n, descending, span = call.meta.pop(_TOP_N)
+        probe = select.copy()
+        for clause in ("group", "having", "order", "limit", "qualify"):
+            probe.set(clause, None)
+        probe.set(
+            "expressions",
+            [exp.alias_(a.copy(), f"__a{i}") for i, a in enumerate(call.expressions)],
+        )
+        fields = ctx.analyse(probe.sql(dialect="spark"), select).fields
+        order_type = fields[0].dataType.simpleString()
+        if re.search(r"\b(binary|map|array|interval|variant)\b", order_type):
+            raise error(
+                ErrorCode.UNWINDOWED_TOP_N,
+                "a top-N over input without windows orders by numbers, strings, dates, "
+                f"timestamps, booleans or structs of them, not {order_type}",
+                span,
+            )
+        columns = [StructField("o", fields[0].dataType)] + [
+            StructField(f"c{i}", f.dataType) for i, f in enumerate(fields[1:])
+        ]
+        spec = AggregateSpec(
+            call.name, StructType(columns).json(), key=n, largest=descending, kind="top_n"
+        )
+        ctx.catalog.register_aggregate(spec)
+        ctx.program.aggregates.append(spec)
 
 
 def per_window_ranking(
