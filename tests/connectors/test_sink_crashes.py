@@ -1,8 +1,8 @@
 """Exactly once as a reader that is not Spark sees it: ``arroyo run`` killed with -9 at random
 moments, then resumed from its state directory, writes each row once into a local directory
 and into an S3 bucket, as a plain listing (and pyarrow, not Spark's ``_spark_metadata``) reads
-them. Between the kills a listing may show part of a batch awaiting its replay, never a row
-twice."""
+them, and into a Delta table as delta-rs reads it. Between the kills a listing may show part
+of a batch awaiting its replay, never a row twice."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError
 
 from arroyo.testing.s3 import S3Server
 
@@ -53,6 +55,14 @@ def _bucket_rows(server: S3Server, bucket: str) -> list[int]:
     return rows
 
 
+def _delta_rows(table: Path) -> list[int]:
+    """The rows of the Delta table as delta-rs reads it (its log, not Spark's)."""
+    try:
+        return DeltaTable(str(table)).to_pyarrow_table().column("n").to_pylist()
+    except TableNotFoundError:  # before the first commit
+        return []
+
+
 def _no_row_twice(rows: list[int], where: str) -> None:
     twice = [n for n, c in Counter(rows).items() if c > 1]
     assert not twice, f"{where}: rows seen twice, e.g. {twice[:5]}"
@@ -63,7 +73,7 @@ def test_kill_9_leaves_each_row_once_for_a_plain_reader(
 ) -> None:
     seed = int(os.environ.get("ARROYO_TEST_SEED", time.time_ns() % 10_000))
     rng = random.Random(seed)
-    out = tmp_path / "out"
+    out, lake = tmp_path / "out", tmp_path / "lake"
     script = tmp_path / "crash.sql"
     script.write_text(
         "CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '2000', "
@@ -73,8 +83,11 @@ def test_kill_9_leaves_each_row_once_for_a_plain_reader(
         f"CREATE TABLE s3_out (n BIGINT) WITH (connector = 'filesystem', "
         f"path = 's3://{s3_bucket}/out', format = 'parquet', type = 'sink'"
         f"{s3_server.with_clause()});\n"
+        f"CREATE TABLE delta_out (n BIGINT) WITH (connector = 'delta', path = '{lake}', "
+        "type = 'sink');\n"
         "INSERT INTO local_out SELECT counter AS n FROM impulse;\n"
         "INSERT INTO s3_out SELECT counter AS n FROM impulse;\n"
+        "INSERT INTO delta_out SELECT counter AS n FROM impulse;\n"
     )
     command = [
         str(Path(sys.executable).with_name("arroyo")),
@@ -85,23 +98,39 @@ def test_kill_9_leaves_each_row_once_for_a_plain_reader(
         with open(log, "ab") as sink:
             run = subprocess.Popen(command, stdout=sink, stderr=sink, start_new_session=True)
         try:
-            before = len(_local_rows(out))
+            # Kill once every sink has written since the last kill (or has every row).
+            def counts() -> list[int]:
+                return [
+                    len(_local_rows(out)),
+                    len(_bucket_rows(s3_server, s3_bucket)),
+                    len(_delta_rows(lake)),
+                ]
+
+            before = counts()
             deadline = time.monotonic() + 180
-            while len(_local_rows(out)) <= before and run.poll() is None:
+            while run.poll() is None and any(
+                now <= then < ROWS for now, then in zip(counts(), before, strict=True)
+            ):
                 assert time.monotonic() < deadline, f"no new rows (seed {seed})"
-                time.sleep(0.2)
+                time.sleep(0.5)
             time.sleep(rng.uniform(0.0, 2.5))
         finally:
             with contextlib.suppress(ProcessLookupError):  # it may have ended by itself
                 os.killpg(run.pid, signal.SIGKILL)
             run.wait()
         local, in_s3 = _local_rows(out), _bucket_rows(s3_server, s3_bucket)
-        print(f"kill {kill + 1}: {len(local)} rows on disk, {len(in_s3)} in S3 (seed {seed})")
+        in_delta = _delta_rows(lake)
+        print(
+            f"kill {kill + 1}: {len(local)} rows on disk, {len(in_s3)} in S3, "
+            f"{len(in_delta)} in Delta (seed {seed})"
+        )
         _no_row_twice(local, f"local, after kill {kill + 1} (seed {seed})")
         _no_row_twice(in_s3, f"S3, after kill {kill + 1} (seed {seed})")
+        _no_row_twice(in_delta, f"Delta, after kill {kill + 1} (seed {seed})")
     with open(log, "ab") as sink:
         done = subprocess.run(command, stdout=sink, stderr=sink, timeout=300, check=False)
     assert done.returncode == 0, log.read_text()[-3000:]
     expected = list(range(ROWS))
     assert sorted(_local_rows(out)) == expected, f"seed {seed}"
     assert sorted(_bucket_rows(s3_server, s3_bucket)) == expected, f"seed {seed}"
+    assert sorted(_delta_rows(lake)) == expected, f"seed {seed}"

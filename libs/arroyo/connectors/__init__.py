@@ -15,6 +15,7 @@ from arroyo.connectors.base import (
     WriteContext,
 )
 from arroyo.connectors.blackhole import BlackholeConnector
+from arroyo.connectors.delta import DeltaConnector
 from arroyo.connectors.filesystem import FilesystemConnector
 from arroyo.connectors.impulse import ImpulseConnector
 from arroyo.connectors.kafka import KafkaConnector
@@ -29,6 +30,7 @@ CONNECTORS: tuple[AnyConnector, ...] = (
     KafkaConnector(),
     SingleFileConnector(),
     FilesystemConnector(),
+    DeltaConnector(),
     StdoutConnector(),
     BlackholeConnector(),
 )

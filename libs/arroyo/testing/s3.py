@@ -188,6 +188,13 @@ class S3Server:
             "storage.aws_region": REGION,
         }
 
+    def object_store_options(self) -> dict[str, str]:
+        """The options of the Rust ``object_store`` crate for this server, as delta-rs and
+        other independent readers take them (the storage.* keys are Arroyo's names of them)."""
+        return {k.removeprefix("storage."): v for k, v in self.storage_options().items()} | {
+            "aws_allow_http": "true"
+        }
+
     def with_clause(self) -> str:
         """``storage_options`` as WITH-clause text: ``, 'storage.x' = '...'``..."""
         return "".join(f", '{k}' = '{v}'" for k, v in self.storage_options().items())

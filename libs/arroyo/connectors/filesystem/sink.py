@@ -31,7 +31,7 @@ from arroyo.connectors.filesystem.options import FilesystemOptions
 from arroyo.connectors.filesystem.partitions import partition_levels
 from arroyo.connectors.filesystem.rolling import split_file
 from arroyo.connectors.filesystem.store import SinkStore
-from arroyo.connectors.runtime.sinks import batch_in_flight, consume
+from arroyo.connectors.runtime.sinks import batch_in_flight, consume, error_summary, sink_id
 from arroyo.formats import JsonOptions, ParquetOptions, parse_format_options
 from arroyo.formats.codec import encode
 from arroyo.program.names import EVENT_TIME
@@ -61,7 +61,7 @@ class BatchFiles:
         self.options = options
         self.store = SinkStore(options.location)
         self.committed_file = state_dir / "committed_batch"
-        self.id_file = state_dir / "sink_id"
+        self.state_dir = state_dir
         self.placing_file = state_dir / "placing.json"
         self._committed: int | None = None  # read from the state once, then kept here
         spec = table.format
@@ -74,9 +74,7 @@ class BatchFiles:
     def sink_id(self) -> str:
         """Names of this sink's own (two pipelines may write one directory), kept in its
         state: a pipeline restored elsewhere names its files as before."""
-        if not self.id_file.exists():
-            _write_atomically(self.id_file, uuid.uuid4().hex[:12])
-        return self.id_file.read_text().strip()
+        return sink_id(self.state_dir)
 
     def committed(self) -> int:
         if self._committed is None:
@@ -101,10 +99,9 @@ class BatchFiles:
             except Exception as err:
                 # Spark's or the store's error, with where the files were going: an object
                 # store's message names neither the endpoint nor, often, the bucket.
-                first = str(err).strip().splitlines()[0] if str(err).strip() else repr(err)
                 raise ConnectorError(
                     f"sink '{self.table.name}': cannot write batch {batch_id} to "
-                    f"{self.store.location.describe()}: {first}"
+                    f"{self.store.location.describe()}: {error_summary(err)}"
                 ) from err
 
     def _write(self, df: DataFrame, batch_id: int) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,6 +40,34 @@ def batch_in_flight() -> Iterator[None]:
         with _idle:
             _in_flight -= 1
             _idle.notify_all()
+
+
+def error_summary(err: BaseException) -> str:
+    """One line that says what went wrong: the first line of the message, and for an error of
+    the JVM (py4j's, whose own first line only names the call that failed) the Java exception
+    and its root cause."""
+    java = getattr(err, "java_exception", None)
+    if java is not None:
+        outer = str(java.toString()).splitlines()[0]
+        root = java
+        while root.getCause() is not None:
+            root = root.getCause()
+        inner = str(root.toString()).splitlines()[0]
+        return outer if root is java or inner in outer else f"{outer} (caused by {inner})"
+    text = str(err).strip()
+    return text.splitlines()[0] if text else repr(err)
+
+
+def sink_id(state_dir: Path) -> str:
+    """A sink's own id, made at its first batch and kept in its state (``state_dir``): a
+    pipeline restored elsewhere keeps it, one started afresh gets a new one."""
+    path = state_dir / "sink_id"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(uuid.uuid4().hex[:12])
+        os.replace(tmp, path)
+    return path.read_text().strip()
 
 
 def wait_for_batches(timeout: float) -> bool:
