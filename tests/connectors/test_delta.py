@@ -16,7 +16,7 @@ from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import PlanningError
 from arroyo.testing.s3 import S3Server
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.spark, pytest.mark.lakehouse]
 
 ROWS = 300
 

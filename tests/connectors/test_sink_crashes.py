@@ -1,8 +1,8 @@
 """Exactly once as a reader that is not Spark sees it: ``arroyo run`` killed with -9 at random
 moments, then resumed from its state directory, writes each row once into a local directory
 and into an S3 bucket, as a plain listing (and pyarrow, not Spark's ``_spark_metadata``) reads
-them, and into a Delta table as delta-rs reads it. Between the kills a listing may show part
-of a batch awaiting its replay, never a row twice."""
+them, into a Delta table as delta-rs reads it and an Iceberg table as pyiceberg does. Between
+the kills a listing may show part of a batch awaiting its replay, never a row twice."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError
+from pyiceberg.table import StaticTable
 
 from arroyo.testing.s3 import S3Server
 
@@ -63,6 +64,17 @@ def _delta_rows(table: Path) -> list[int]:
         return []
 
 
+def _iceberg_rows(warehouse: Path) -> list[int]:
+    """The rows of the Iceberg table (a Hadoop catalog's) as pyiceberg reads them."""
+    metadata = warehouse / "default" / "t" / "metadata"
+    try:
+        version = (metadata / "version-hint.text").read_text().strip()
+    except FileNotFoundError:  # before the table was made
+        return []
+    table = StaticTable.from_metadata(str(metadata / f"v{version}.metadata.json"))
+    return table.scan().to_arrow().column("n").to_pylist()
+
+
 def _no_row_twice(rows: list[int], where: str) -> None:
     twice = [n for n, c in Counter(rows).items() if c > 1]
     assert not twice, f"{where}: rows seen twice, e.g. {twice[:5]}"
@@ -73,7 +85,7 @@ def test_kill_9_leaves_each_row_once_for_a_plain_reader(
 ) -> None:
     seed = int(os.environ.get("ARROYO_TEST_SEED", time.time_ns() % 10_000))
     rng = random.Random(seed)
-    out, lake = tmp_path / "out", tmp_path / "lake"
+    out, lake, warehouse = tmp_path / "out", tmp_path / "lake", tmp_path / "warehouse"
     script = tmp_path / "crash.sql"
     script.write_text(
         "CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '2000', "
@@ -87,7 +99,10 @@ def test_kill_9_leaves_each_row_once_for_a_plain_reader(
         "type = 'sink');\n"
         "INSERT INTO local_out SELECT counter AS n FROM impulse;\n"
         "INSERT INTO s3_out SELECT counter AS n FROM impulse;\n"
+        f"CREATE TABLE ice_out (n BIGINT) WITH (connector = 'iceberg', 'catalog.type' = "
+        f"'hadoop', 'catalog.warehouse' = '{warehouse}', table_name = 't', type = 'sink');\n"
         "INSERT INTO delta_out SELECT counter AS n FROM impulse;\n"
+        "INSERT INTO ice_out SELECT counter AS n FROM impulse;\n"
     )
     command = [
         str(Path(sys.executable).with_name("arroyo")),
@@ -104,6 +119,7 @@ def test_kill_9_leaves_each_row_once_for_a_plain_reader(
                     len(_local_rows(out)),
                     len(_bucket_rows(s3_server, s3_bucket)),
                     len(_delta_rows(lake)),
+                    len(_iceberg_rows(warehouse)),
                 ]
 
             before = counts()
@@ -119,14 +135,15 @@ def test_kill_9_leaves_each_row_once_for_a_plain_reader(
                 os.killpg(run.pid, signal.SIGKILL)
             run.wait()
         local, in_s3 = _local_rows(out), _bucket_rows(s3_server, s3_bucket)
-        in_delta = _delta_rows(lake)
+        in_delta, in_iceberg = _delta_rows(lake), _iceberg_rows(warehouse)
         print(
             f"kill {kill + 1}: {len(local)} rows on disk, {len(in_s3)} in S3, "
-            f"{len(in_delta)} in Delta (seed {seed})"
+            f"{len(in_delta)} in Delta, {len(in_iceberg)} in Iceberg (seed {seed})"
         )
         _no_row_twice(local, f"local, after kill {kill + 1} (seed {seed})")
         _no_row_twice(in_s3, f"S3, after kill {kill + 1} (seed {seed})")
         _no_row_twice(in_delta, f"Delta, after kill {kill + 1} (seed {seed})")
+        _no_row_twice(in_iceberg, f"Iceberg, after kill {kill + 1} (seed {seed})")
     with open(log, "ab") as sink:
         done = subprocess.run(command, stdout=sink, stderr=sink, timeout=300, check=False)
     assert done.returncode == 0, log.read_text()[-3000:]
@@ -134,3 +151,4 @@ def test_kill_9_leaves_each_row_once_for_a_plain_reader(
     assert sorted(_local_rows(out)) == expected, f"seed {seed}"
     assert sorted(_bucket_rows(s3_server, s3_bucket)) == expected, f"seed {seed}"
     assert sorted(_delta_rows(lake)) == expected, f"seed {seed}"
+    assert sorted(_iceberg_rows(warehouse)) == expected, f"seed {seed}"

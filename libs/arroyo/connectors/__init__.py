@@ -17,6 +17,7 @@ from arroyo.connectors.base import (
 from arroyo.connectors.blackhole import BlackholeConnector
 from arroyo.connectors.delta import DeltaConnector
 from arroyo.connectors.filesystem import FilesystemConnector
+from arroyo.connectors.iceberg import IcebergConnector
 from arroyo.connectors.impulse import ImpulseConnector
 from arroyo.connectors.kafka import KafkaConnector
 from arroyo.connectors.nexmark import NexmarkConnector
@@ -31,6 +32,7 @@ CONNECTORS: tuple[AnyConnector, ...] = (
     SingleFileConnector(),
     FilesystemConnector(),
     DeltaConnector(),
+    IcebergConnector(),
     StdoutConnector(),
     BlackholeConnector(),
 )

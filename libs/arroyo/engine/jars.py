@@ -56,6 +56,8 @@ def spark_packages() -> tuple[str, ...]:
         "io.delta:delta-spark_4.1_2.13:4.4.0 !io.unitycatalog:unitycatalog-client"
         " !io.unitycatalog:unitycatalog-hadoop",
         "org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.12.0",
+        # The JDBC driver of an iceberg table's catalog on PostgreSQL.
+        "org.postgresql:postgresql:42.7.14",
     )
 
 

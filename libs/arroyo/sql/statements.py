@@ -285,7 +285,9 @@ _PARTITION_FIELDS = "partitioning.fields"
 
 
 def _partitioned_by(cur: _Tokens) -> OptionDecl | None:
-    """``PARTITIONED BY (a, b)``, before or after WITH: the sink's ``partitioning.fields``."""
+    """``PARTITIONED BY (a, b)``, before or after WITH: the sink's ``partitioning.fields``.
+    An item may be a transform of a column, as an iceberg table takes them: ``bucket(a, 4)``,
+    ``hour(ts)``."""
     tok = cur.peek()
     if tok is None or " ".join(tok.text.upper().split()) != "PARTITIONED BY":
         if not cur.at_word("PARTITIONED", "BY"):
@@ -297,9 +299,35 @@ def _partitioned_by(cur: _Tokens) -> OptionDecl | None:
     fields = []
     while True:
         name = cur.next()
-        if name.token_type not in (TokenType.VAR, TokenType.IDENTIFIER) or "," in name.text:
+        nxt = cur.peek()
+        called = nxt is not None and nxt.token_type == TokenType.L_PAREN
+        if called and name.text.isidentifier():  # a transform: truncate, hour... are keywords
+            item = name.text.lower()
+        elif name.token_type not in (TokenType.VAR, TokenType.IDENTIFIER) or "," in name.text:
             raise cur.error(f"PARTITIONED BY takes column names, found '{name.text}'", name.start)
-        fields.append(_ident(name))
+        else:
+            item = _ident(name)
+        if called and cur.accept("("):
+            column = cur.next()
+            if column.token_type not in (TokenType.VAR, TokenType.IDENTIFIER):
+                raise cur.error(
+                    f"{item}(...) in PARTITIONED BY takes a column name first, found "
+                    f"'{column.text}'",
+                    column.start,
+                )
+            args = [_ident(column)]
+            while cur.accept(","):
+                arg = cur.next()
+                if arg.token_type != TokenType.NUMBER:
+                    raise cur.error(
+                        f"{item}(...) in PARTITIONED BY takes a number after the column, found "
+                        f"'{arg.text}'",
+                        arg.start,
+                    )
+                args.append(arg.text)
+            cur.expect(")")
+            item = f"{item.lower()}({', '.join(args)})"
+        fields.append(item)
         if cur.accept(")"):
             break
         if not cur.accept(","):

@@ -28,11 +28,19 @@ def _seconds(text: str) -> int:
 
 
 def split_fields(text: str) -> list[str]:
-    """``'a,b'``, ``[a, b]`` or ``['a', 'b']`` -> the column names."""
+    """``'a,b'``, ``[a, b]`` or ``['a', 'b']`` -> the column names (or transforms of them,
+    ``bucket(a, 4)``, kept whole)."""
     inner = text.strip()
     if inner.startswith("[") and inner.endswith("]"):
         inner = inner[1:-1]
-    names = [n.strip().strip("'\"`") for n in inner.split(",")]
+    names, depth, current = [], 0, ""
+    for ch in inner + ",":
+        depth += (ch == "(") - (ch == ")")
+        if ch == "," and depth == 0:
+            names.append(current.strip().strip("'\"`"))
+            current = ""
+        else:
+            current += ch
     if not all(names):
         raise ValueError(f"expected column names, found '{text}'")
     return names
@@ -192,7 +200,14 @@ class FilesystemOptions(ConnectorOptions):
     @field_validator("fields", mode="before")
     @classmethod
     def _fields(cls, value: object) -> object:
-        return split_fields(value) if isinstance(value, str) else value
+        fields = split_fields(value) if isinstance(value, str) else value
+        if isinstance(fields, list) and any("(" in str(f) for f in fields):
+            transform = next(f for f in fields if "(" in str(f))
+            raise ValueError(
+                f"a directory of files is partitioned by column names, not {transform} "
+                "(transforms partition an iceberg table)"
+            )
+        return fields
 
     @property
     def selection(self) -> FileSelection:

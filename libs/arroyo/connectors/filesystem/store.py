@@ -62,8 +62,18 @@ class SinkStore:
             self.fs.delete_file(self._abs(relative))
 
     def delete_dir(self, relative: str) -> None:
-        with suppress(FileNotFoundError):
+        try:
             self.fs.delete_dir(self._abs(relative))
+        except FileNotFoundError:
+            pass
+        except OSError:
+            # One bulk delete of everything listed, directory markers included, can fail in
+            # part on some S3 servers (a marker deleted before the objects under it): delete
+            # the files one by one, then what is left.
+            for name in self.files(relative):
+                self.delete(name)
+            with suppress(FileNotFoundError):
+                self.fs.delete_dir(self._abs(relative))
 
     @contextmanager
     def read(self, relative: str) -> Iterator[IO[bytes]]:

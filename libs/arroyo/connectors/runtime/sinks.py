@@ -54,8 +54,11 @@ def error_summary(err: BaseException) -> str:
             root = root.getCause()
         inner = str(root.toString()).splitlines()[0]
         return outer if root is java or inner in outer else f"{outer} (caused by {inner})"
-    text = str(err).strip()
-    return text.splitlines()[0] if text else repr(err)
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    if not lines:
+        return repr(err)
+    # "Got the following 1 errors when deleting objects in S3 bucket 'b':" says what next
+    return f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]
 
 
 def sink_id(state_dir: Path) -> str:
