@@ -5,6 +5,7 @@ asks, then end-of-input markers."""
 from __future__ import annotations
 
 import gzip
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -204,3 +205,38 @@ def test_a_corrupt_gzip_file_fails_naming_it(spark: SparkSession, tmp_path: Path
     (tmp_path / "in" / "bad.json.gz").write_bytes(b"not gzip at all\n")
     with pytest.raises(Exception, match=r"cannot read '.*bad\.json\.gz' as gzip"):
         _stream(spark, _jvm(spark, tmp_path / "in", 0, compression="gzip"), tmp_path / "work")
+
+
+@pytest.mark.parametrize("bad_data", ["fail", "drop"])
+def test_a_corrupt_parquet_file_follows_bad_data(
+    spark: SparkSession, tmp_path: Path, bad_data: str
+) -> None:
+    """A file that is not Parquet (a truncated upload, say) fails the run naming it, or under
+    bad_data = 'drop' is skipped, named in the run's progress and log, the other files read."""
+    from arroyo.engine.catalog import spark_planner
+    from arroyo.engine.runner import PipelineRunner
+    from arroyo.errors import JobFailedError
+
+    src = tmp_path / "in"
+    src.mkdir()
+    pq.write_table(pa.table({"n": list(range(10))}), src / "a.parquet")
+    (src / "b.parquet").write_bytes(b"PAR1" + b"cut short" * 20)
+    pq.write_table(pa.table({"n": list(range(10, 20))}), src / "c.parquet")
+    out = tmp_path / "out.json"
+    sql = (
+        f"CREATE TABLE src (n BIGINT) WITH (connector = 'filesystem', path = '{src}', "
+        f"format = 'parquet', type = 'source', bad_data = '{bad_data}');\n"
+        f"CREATE TABLE out WITH (connector = 'single_file', path = '{out}', type = 'sink');\n"
+        "INSERT INTO out SELECT n FROM src;"
+    )
+    state = tmp_path / "state"
+    runner = PipelineRunner(spark, spark_planner(spark, state_dir=state).plan(sql), state)
+    runner.start()
+    if bad_data == "fail":
+        with pytest.raises(JobFailedError, match="b.parquet is not a Parquet file"):
+            runner.wait(timeout=300)
+        return
+    assert runner.wait(timeout=300)
+    rows = [json.loads(line)["n"] for line in out.read_text().splitlines()]
+    assert sorted(rows) == list(range(20))
+    assert runner.progress.dropped_files == {str(src / "b.parquet")}

@@ -81,6 +81,8 @@ class Progress:
     # its records, so a table's count is the largest any one query saw.
     dropped_bad_records: int = 0
     dropped_by_table: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Files a source skipped as unreadable under bad_data = 'drop' (a corrupt Parquet file).
+    dropped_files: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True)
@@ -433,6 +435,11 @@ class PipelineRunner:
             w.flushed = True
         if w.ends_by_offsets and offsets_ended(s.endOffset for s in p.sources or []):
             w.ended_sources = set(w.sources)
+        for s in p.sources or []:
+            named = (getattr(s, "metrics", None) or {}).get("droppedFileNames")
+            if new := set(named.split("\n")) - self.progress.dropped_files if named else set():
+                log.warning("bad_files_dropped", sink=w.spec.sink.name, files=sorted(new))
+                self.progress.dropped_files |= new
         for name, row in (p.observedMetrics or {}).items():
             source = eoi_metric_source(name)
             values = row.asDict() if hasattr(row, "asDict") else dict(row)

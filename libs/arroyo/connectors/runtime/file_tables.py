@@ -54,7 +54,11 @@ def read_stream(
     if mode == "parquet":
         # use_id: how the engine tells this source which columns each query uses
         # (arroyo.engine.plans.declare_column_use); one per read, so per table view.
-        reader = reader.option("columns", _columns_ddl(table)).option("use_id", uuid.uuid4().hex)
+        reader = (
+            reader.option("columns", _columns_ddl(table))
+            .option("use_id", uuid.uuid4().hex)
+            .option("bad_data", table.format.bad_data if table.format else "fail")
+        )
     return reader.load()
 
 

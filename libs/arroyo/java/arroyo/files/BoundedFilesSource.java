@@ -99,6 +99,9 @@ public final class BoundedFilesSource implements TableProvider {
     final String compression;
     final long maxRecords;
     final String useId;
+    // bad_data = 'drop': a Parquet file whose footer cannot be read is skipped (and reported
+    // in the source's metrics, droppedFiles) rather than failing the query.
+    final boolean dropBad;
     // How the executors reach an object store's files (null for local files, read directly).
     final org.apache.spark.util.SerializableConfiguration hadoop;
 
@@ -114,6 +117,7 @@ public final class BoundedFilesSource implements TableProvider {
       compression = options.getOrDefault("compression", "none");
       maxRecords = Long.parseLong(options.getOrDefault("max_records", "0"));
       useId = options.getOrDefault("use_id", "");
+      dropBad = options.getOrDefault("bad_data", "fail").equals("drop");
       if (!Set.of("none", "gzip", "zstd").contains(compression)) {
         throw new IllegalArgumentException("unknown compression '" + compression + "'");
       }
@@ -281,9 +285,13 @@ public final class BoundedFilesSource implements TableProvider {
   /** The end-of-input marker row. */
   record EndOfInput() implements InputPartition {}
 
-  static final class FilesStream implements MicroBatchStream, SupportsAdmissionControl {
+  static final class FilesStream
+      implements MicroBatchStream, SupportsAdmissionControl,
+          org.apache.spark.sql.connector.read.streaming.ReportsSourceMetrics {
     private final Config config;
     private final Map<String, ParquetFiles.Footer> footers = new java.util.HashMap<>();
+    // Files skipped as unreadable under bad_data = 'drop', in the order they were met.
+    private final java.util.Set<String> dropped = new java.util.LinkedHashSet<>();
     private final ParquetFiles.Readers readers;
     private List<String> listed; // by the last latestOffset
 
@@ -376,7 +384,28 @@ public final class BoundedFilesSource implements TableProvider {
     private ParquetFiles.Footer footer(String file) {
       // The session's Hadoop settings, as Spark's readers take them (an object store's
       // credentials among them).
-      return footers.computeIfAbsent(file, f -> ParquetFiles.footer(f, Listing.hadoopConf()));
+      return footers.computeIfAbsent(file, f -> {
+        try {
+          return ParquetFiles.footer(f, Listing.hadoopConf());
+        } catch (java.io.UncheckedIOException err) {
+          if (!config.dropBad) {
+            throw err;
+          }
+          dropped.add(f);
+          return ParquetFiles.Footer.empty();
+        }
+      });
+    }
+
+    /** In each progress record's source metrics: the files skipped so far, and which. */
+    @Override
+    public Map<String, String> metrics(java.util.Optional<Offset> latestConsumedOffset) {
+      if (dropped.isEmpty()) {
+        return Map.of();
+      }
+      return Map.of(
+          "droppedFiles", Integer.toString(dropped.size()),
+          "droppedFileNames", String.join("\n", dropped));
     }
 
     @Override

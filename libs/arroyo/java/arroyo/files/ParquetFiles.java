@@ -73,6 +73,11 @@ final class ParquetFiles {
   /** A file's row groups (rows, and bytes from the first page to the last) and columns. */
   record Footer(long size, long[] rows, long[] firstRows, long[] starts, long[] ends,
       StructType schema) {
+    /** A file without row groups: what an unreadable file dropped under bad_data is. */
+    static Footer empty() {
+      return new Footer(0, new long[0], new long[0], new long[0], new long[0], new StructType());
+    }
+
     long total() {
       return rows.length == 0 ? 0 : firstRows[rows.length - 1] + rows[rows.length - 1];
     }
