@@ -233,7 +233,7 @@ def test_a_corrupt_parquet_file_follows_bad_data(
     runner = PipelineRunner(spark, spark_planner(spark, state_dir=state).plan(sql), state)
     runner.start()
     if bad_data == "fail":
-        with pytest.raises(JobFailedError, match="b.parquet is not a Parquet file"):
+        with pytest.raises(JobFailedError, match=r"b\.parquet is not a Parquet file"):
             runner.wait(timeout=300)
         return
     assert runner.wait(timeout=300)
