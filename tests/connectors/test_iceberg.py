@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
 import asyncpg
 import pytest
-from pyiceberg.table import StaticTable
+from pyiceberg.table import StaticTable, Table
 from pyspark.sql import SparkSession
 
 from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import PlanningError
+from arroyo.testing.iceberg_rest import IcebergRestCatalog
 from arroyo.testing.s3 import S3Server
 
 pytestmark = [pytest.mark.spark, pytest.mark.lakehouse]
@@ -54,7 +56,7 @@ def _forget_commits_from(state: Path, batch: int) -> None:
             path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
 
 
-def _check(table: StaticTable) -> None:
+def _check(table: Table) -> None:
     rows = table.scan().to_arrow().to_pylist()
     assert Counter(r["n"] for r in rows) == Counter(range(ROWS)), "a row missing or twice"
     assert all(r["k"] == str(r["n"] % 3) and r["s"] == f"s{r['n']}" for r in rows)
@@ -129,6 +131,27 @@ def test_a_hadoop_catalog_on_s3(
         "s3.region": options["aws_region"],
     }
     _check(_hadoop_table(f"s3://{s3_bucket}/warehouse", properties))
+
+
+@pytest.fixture(scope="module")
+def rest_catalog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IcebergRestCatalog]:
+    """Iceberg's own REST catalog server (arroyo.testing.iceberg_rest), for this module."""
+    with IcebergRestCatalog.start(tmp_path_factory.mktemp("rest")) as catalog:
+        yield catalog
+
+
+def test_a_rest_catalog_as_arroyo_configures_it(
+    spark: SparkSession, tmp_path: Path, rest_catalog: IcebergRestCatalog
+) -> None:
+    from pyiceberg.catalog.rest import RestCatalog
+
+    catalog = f"'catalog.type' = 'rest', 'catalog.rest.url' = '{rest_catalog.uri}'"
+    state = tmp_path / "state"
+    _run(spark, state, _script(catalog))
+    _forget_commits_from(state, 1)
+    _run(spark, state, _script(catalog))
+    reader = RestCatalog("rest", uri=rest_catalog.uri)
+    _check(reader.load_table("arroyo.tests.events"))
 
 
 def test_a_jdbc_catalog_on_postgresql(

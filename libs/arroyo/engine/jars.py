@@ -91,13 +91,20 @@ def _artifact(jar: Path) -> str:
 
 
 def retrieve(
-    coordinate: str, dest: Path, *, cache: Path | None = None, attempts: int = 3
+    coordinate: str,
+    dest: Path,
+    *,
+    cache: Path | None = None,
+    attempts: int = 3,
+    module_file: bool = False,
 ) -> list[Path]:
     """Resolve ``group:artifact:version`` and its dependencies from Maven Central into
     ``dest`` with pyspark's Ivy; returns the jars retrieved.
 
     The cache is shared by every checkout on the machine, so resolutions hold a lock on it (two
-    at once, say a setup beside a CI run, fail each other's downloads). A failed download is
+    at once, say a setup beside a CI run, fail each other's downloads). With ``module_file``,
+    ``coordinate`` is the path of an Ivy module file to resolve instead (classifiers and all).
+    A failed download is
     tried again, ``attempts`` times in all, before it is reported: one dropped connection
     should not fail a setup."""
     cache = cache or ivy_cache()
@@ -106,10 +113,10 @@ def retrieve(
         fcntl.flock(lock, fcntl.LOCK_EX)
         for attempt in range(1, attempts):
             try:
-                return _retrieve_once(coordinate, dest, cache)
+                return _retrieve_once(coordinate, dest, cache, module_file)
             except JarResolutionError:
                 time.sleep(2.0 * attempt)
-        return _retrieve_once(coordinate, dest, cache)
+        return _retrieve_once(coordinate, dest, cache, module_file)
 
 
 def _ivy_module(coordinate: str) -> str:
@@ -127,13 +134,14 @@ def _ivy_module(coordinate: str) -> str:
     )
 
 
-def _retrieve_once(coordinate: str, dest: Path, cache: Path) -> list[Path]:
+def _retrieve_once(coordinate: str, dest: Path, cache: Path, module_file: bool) -> list[Path]:
     ivy = next(_pyspark_jars().glob("ivy-*.jar"), None)
     if ivy is None:
         raise JarResolutionError("pyspark's Ivy jar is missing: reinstall pyspark")
     dest.mkdir(parents=True, exist_ok=True)
-    module = dest.parent / f".{dest.name}.ivy.xml"
-    module.write_text(_ivy_module(coordinate))
+    module = Path(coordinate) if module_file else dest.parent / f".{dest.name}.ivy.xml"
+    if not module_file:
+        module.write_text(_ivy_module(coordinate))
     command = [
         "java",
         "-jar",
