@@ -166,6 +166,19 @@ PLANNED: dict[str, Planned] = {
     ),
     "stdout": Planned({"sink": ""}),
     "blackhole": Planned({"sink": ""}),
+    # A lakehouse table is created, or its log read, when the first batch is written.
+    "delta": Planned(
+        {
+            "sink": "path = 's3://bucket/t', format = 'parquet', "
+            "'storage.aws_endpoint' = 'http://{trap}', 'storage.aws_allow_http' = 'true'"
+        }
+    ),
+    "iceberg": Planned(
+        {
+            "sink": "'catalog.type' = 'rest', 'catalog.rest.url' = 'http://{trap}', "
+            "namespace = 'n', table_name = 't', format = 'parquet'"
+        }
+    ),
 }
 
 
@@ -342,6 +355,40 @@ def _kafka(commit_mode: str) -> SinkCase:
     return case
 
 
+def _delta(request: pytest.FixtureRequest, work: Path) -> Sink:
+    from deltalake import DeltaTable
+
+    root = work / "delta"
+
+    def read() -> list[dict[str, Any]]:
+        if not (root / "_delta_log").is_dir():
+            return []
+        return DeltaTable(str(root)).to_pyarrow_table().to_pylist()
+
+    return Sink(f"path = '{root}', format = 'parquet'", read)
+
+
+def _iceberg(request: pytest.FixtureRequest, work: Path) -> Sink:
+    from pyiceberg.table import StaticTable
+
+    warehouse = work / "warehouse"
+    metadata = warehouse / "n" / "t" / "metadata"
+
+    def read() -> list[dict[str, Any]]:
+        hint = metadata / "version-hint.text"
+        if not hint.exists():
+            return []
+        version = hint.read_text().strip()
+        table = StaticTable.from_metadata(str(metadata / f"v{version}.metadata.json"))
+        return table.scan().to_arrow().to_pylist()
+
+    return Sink(
+        f"'catalog.type' = 'hadoop', 'catalog.warehouse' = '{warehouse}', namespace = 'n', "
+        "table_name = 't', format = 'parquet'",
+        read,
+    )
+
+
 # Each sink's cases: (id, marks, case).
 SINKS: dict[str, list[tuple[str, tuple[pytest.MarkDecorator, ...], SinkCase]]] = {
     "single_file": [("single_file", (), _single_file)],
@@ -355,6 +402,8 @@ SINKS: dict[str, list[tuple[str, tuple[pytest.MarkDecorator, ...], SinkCase]]] =
         ("kafka-at_least_once", (pytest.mark.kafka,), _kafka("at_least_once")),
         ("kafka-exactly_once", (pytest.mark.kafka,), _kafka("exactly_once")),
     ],
+    "delta": [("delta", (pytest.mark.lakehouse,), _delta)],
+    "iceberg": [("iceberg", (pytest.mark.lakehouse,), _iceberg)],
 }
 
 
