@@ -15,6 +15,7 @@ from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import PlanningError
 from arroyo.testing.s3 import S3Server
+from tests.connectors.checkpoints import forget_commit, query_checkpoint
 
 pytestmark = [pytest.mark.spark, pytest.mark.lakehouse]
 
@@ -32,22 +33,17 @@ def _script(path: str, extra: str = "") -> str:
     )
 
 
+def _replay_from(state: Path, batch: int) -> None:
+    """Leave the checkpoint as a crash after the sink committed ``batch`` and before Spark did
+    would, so that the next run runs it again."""
+    forget_commit(query_checkpoint(state), batch)
+
+
 def _run(spark: SparkSession, state: Path, script: str) -> None:
     program = spark_planner(spark, state_dir=state).plan(script)
     runner = PipelineRunner(spark, program, state, max_records_per_batch=100)
     runner.start()
     assert runner.wait(timeout=300), "the run did not end by itself"
-
-
-def _forget_commits_from(state: Path, batch: int) -> None:
-    """As a crash between the sink's writes and Spark's commits would leave the checkpoint:
-    batches from ``batch`` on are run again."""
-    commits = list((state / "queries").glob("*/checkpoint/commits/[0-9]*"))
-    assert any(int(p.name) >= batch for p in commits)
-    for path in commits:
-        if int(path.name) >= batch:
-            path.unlink()
-            path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
 
 
 def _txn_version(table: DeltaTable, state: Path) -> int | None:
@@ -75,7 +71,7 @@ def test_each_row_once_for_delta_rs_after_replayed_batches(
     files = len(table.file_uris())
     # Batches Delta committed but Spark did not (100 rows each: the third holds rows): their
     # replay is skipped by their txnVersion.
-    _forget_commits_from(state, 1)
+    _replay_from(state, 1)
     _run(spark, state, _script(str(out)))
     table = DeltaTable(str(out))
     _check(table)
@@ -87,6 +83,23 @@ def test_each_row_once_for_delta_rs_after_replayed_batches(
     assert Counter(r["n"] for r in rows) == Counter({n: 2 for n in range(ROWS)})
 
 
+def test_a_stateful_query_replays_into_delta(spark: SparkSession, tmp_path: Path) -> None:
+    # Delta skips a replayed batch's write without running it; the window's state must still
+    # be committed, or the next batch fails its state store's validation.
+    out, state = tmp_path / "table", tmp_path / "state"
+    script = _script(str(out)).replace(
+        "SELECT counter AS n, CAST(counter % 3 AS TEXT) AS k FROM impulse",
+        "SELECT count(*) AS n, k FROM (SELECT CAST(counter % 3 AS TEXT) AS k, timestamp "
+        "FROM impulse) GROUP BY tumble(interval '1 hour'), k",
+    )
+    _run(spark, state, script)
+    _replay_from(state, 1)
+    _run(spark, state, script)
+    assert (query_checkpoint(state) / "commits" / "1").exists(), "the batch was not run again"
+    rows = DeltaTable(str(out)).to_pyarrow_table().to_pylist()
+    assert sorted((r["k"], r["n"]) for r in rows) == [("0", 100), ("1", 100), ("2", 100)]
+
+
 @pytest.mark.s3
 def test_a_delta_table_on_s3(
     spark: SparkSession, tmp_path: Path, s3_server: S3Server, s3_bucket: str
@@ -94,7 +107,7 @@ def test_a_delta_table_on_s3(
     state = tmp_path / "state"
     script = _script(f"s3://{s3_bucket}/delta", s3_server.with_clause())
     _run(spark, state, script)
-    _forget_commits_from(state, 1)
+    _replay_from(state, 1)
     _run(spark, state, script)
     _check(DeltaTable(f"s3://{s3_bucket}/delta", storage_options=s3_server.object_store_options()))
 

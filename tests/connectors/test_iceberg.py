@@ -20,6 +20,7 @@ from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import PlanningError
 from arroyo.testing.iceberg_rest import IcebergRestCatalog
 from arroyo.testing.s3 import S3Server
+from tests.connectors.checkpoints import forget_commit, query_checkpoint
 
 pytestmark = [pytest.mark.spark, pytest.mark.lakehouse]
 
@@ -39,21 +40,17 @@ def _script(catalog: str, extra: str = "", spec: str = _SPEC) -> str:
     )
 
 
+def _replay_from(state: Path, batch: int) -> None:
+    """Leave the checkpoint as a crash after the sink committed ``batch`` and before Spark did
+    would, so that the next run runs it again."""
+    forget_commit(query_checkpoint(state), batch)
+
+
 def _run(spark: SparkSession, state: Path, script: str) -> None:
     program = spark_planner(spark, state_dir=state).plan(script)
     runner = PipelineRunner(spark, program, state, max_records_per_batch=100)
     runner.start()
     assert runner.wait(timeout=300), "the run did not end by itself"
-
-
-def _forget_commits_from(state: Path, batch: int) -> None:
-    """As a crash between the sink's commits and Spark's would leave the checkpoint."""
-    commits = list((state / "queries").glob("*/checkpoint/commits/[0-9]*"))
-    assert any(int(p.name) >= batch for p in commits)
-    for path in commits:
-        if int(path.name) >= batch:
-            path.unlink()
-            path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
 
 
 def _check(table: Table) -> None:
@@ -100,7 +97,7 @@ def test_a_hadoop_catalog_on_disk_each_row_once_after_a_replay(
     first = _hadoop_table(str(warehouse))
     _check(first)
     # Batches Iceberg committed and Spark did not: their replay writes nothing.
-    _forget_commits_from(state, 1)
+    _replay_from(state, 1)
     _run(spark, state, _script(catalog))
     table = _hadoop_table(str(warehouse))
     _check(table)
@@ -121,7 +118,7 @@ def test_a_hadoop_catalog_on_s3(
     )
     state = tmp_path / "state"
     _run(spark, state, _script(catalog))
-    _forget_commits_from(state, 1)
+    _replay_from(state, 1)
     _run(spark, state, _script(catalog))
     options = s3_server.object_store_options()
     properties = {
@@ -148,7 +145,7 @@ def test_a_rest_catalog_as_arroyo_configures_it(
     catalog = f"'catalog.type' = 'rest', 'catalog.rest.url' = '{rest_catalog.uri}'"
     state = tmp_path / "state"
     _run(spark, state, _script(catalog))
-    _forget_commits_from(state, 1)
+    _replay_from(state, 1)
     _run(spark, state, _script(catalog))
     reader = RestCatalog("rest", uri=rest_catalog.uri)
     _check(reader.load_table("arroyo.tests.events"))
@@ -165,7 +162,7 @@ def test_a_jdbc_catalog_on_postgresql(
     )
     state = tmp_path / "state"
     _run(spark, state, _script(catalog))
-    _forget_commits_from(state, 1)
+    _replay_from(state, 1)
     _run(spark, state, _script(catalog))
 
     async def metadata_location() -> str:
