@@ -11,6 +11,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 import asyncpg
+import pyarrow.parquet as pq
 import pytest
 from pyiceberg.table import StaticTable, Table
 from pyspark.sql import SparkSession
@@ -93,12 +94,17 @@ def test_a_hadoop_catalog_on_disk_each_row_once_after_a_replay(
     warehouse = tmp_path / "warehouse"
     catalog = f"'catalog.type' = 'hadoop', 'catalog.warehouse' = '{warehouse}'"
     state = tmp_path / "state"
-    _run(spark, state, _script(catalog))
+    script = _script(catalog, ", 'parquet.compression' = 'gzip'")
+    _run(spark, state, script)
     first = _hadoop_table(str(warehouse))
     _check(first)
+    data = [f for f in (warehouse / "arroyo").rglob("*.parquet")]
+    assert data and all(
+        pq.ParquetFile(f).metadata.row_group(0).column(0).compression == "GZIP" for f in data
+    )
     # Batches Iceberg committed and Spark did not: their replay writes nothing.
     _replay_from(state, 1)
-    _run(spark, state, _script(catalog))
+    _run(spark, state, script)
     table = _hadoop_table(str(warehouse))
     _check(table)
     summaries = [s.summary for s in table.snapshots() if s.summary is not None]
@@ -192,6 +198,10 @@ def test_a_jdbc_catalog_on_postgresql(
          "write it bucket(column, n)"),
         ("'catalog.type' = 'hadoop', 'catalog.warehouse' = '/w'", "PARTITIONED BY (day(nope))",
          "nope"),
+        ("'catalog.type' = 'hadoop', 'catalog.warehouse' = '/w', "
+         "'partitioning.fields' = 'bucket(n, 4'", "", "unbalanced parentheses"),
+        ("'catalog.type' = 'hadoop', 'catalog.warehouse' = '/w', "
+         "'partitioning.fields' = 'day(ts)(n)'", "", "write a transform as fn(column)"),
     ],
 )  # fmt: skip
 def test_bad_catalogs_and_partition_specs_are_refused(

@@ -58,8 +58,10 @@ def test_partitioned_by_names_the_partition_fields(ddl: str) -> None:
         ("CREATE TABLE o (k TEXT) PARTITIONED BY (k v) WITH (connector = 'filesystem')", 43),
         ("CREATE TABLE o (k TEXT) PARTITIONED BY (k.v) WITH (connector = 'filesystem')", 42),
         ("CREATE TABLE o (k TEXT) PARTITIONED BY () WITH (connector = 'filesystem')", 41),
+        ("CREATE TABLE o (k INT) PARTITIONED BY (bucket(k, 4, 2)) WITH (connector = 'x')", 51),
+        ("CREATE TABLE o (k INT) PARTITIONED BY (bucket(k, 1.5)) WITH (connector = 'x')", 50),
     ],
-    ids=["given_twice", "no_comma", "dotted", "empty"],
+    ids=["given_twice", "no_comma", "dotted", "empty", "two_numbers", "fraction"],
 )  # fmt: skip
 def test_bad_partitioned_by_is_a_syntax_error_where_it_is(ddl: str, column: int) -> None:
     with pytest.raises(PlanningError) as caught:

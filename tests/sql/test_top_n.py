@@ -80,6 +80,16 @@ def test_top_n_orders_values_as_spark_does(spark: SparkSession) -> None:
     doubles = "(CAST('NaN' AS DOUBLE), 1), (1.5D, 2), (-0.0D, 3), (-2.0D, 4)"
     assert _top(spark, doubles, "double", 2, largest=True) == [1, 2]
     assert _top(spark, doubles, "double", 2, largest=False) == [4, 3]
+    # -0.0 and 0.0 tie, so the one met first stays ahead of the other, either way round
+    zeros = "(0.0D, 1), (-0.0D, 2), (1.0D, 3)"
+    assert _top(spark, zeros, "double", 2, largest=False) == [1, 2]
+    assert _top(
+        spark,
+        zeros.replace("(0.0D, 1), (-0.0D, 2)", "(-0.0D, 1), (0.0D, 2)"),
+        "double",
+        2,
+        largest=False,
+    ) == [1, 2]
     structs = (
         "(named_struct('a', 1, 'b', 'y'), 1), (named_struct('a', 2, 'b', 'a'), 2), "
         "(named_struct('a', 1, 'b', 'z'), 3)"
@@ -103,3 +113,16 @@ def test_a_top_n_by_a_binary_value_is_refused(spark: SparkSession, tmp_path: Pat
     (diagnostic,) = refused.value.diagnostics
     assert diagnostic.code == "unwindowed_top_n"
     assert "not binary" in diagnostic.message
+
+
+@pytest.mark.spark
+def test_a_top_n_by_a_struct_whose_field_is_named_map_plans(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # The order's type is read from its tree, not its text: a field named "map" is a string.
+    sql = (
+        EVENTS + 'INSERT INTO out SELECT * FROM (SELECT id, "user", ROW_NUMBER() OVER '
+        "(PARTITION BY \"user\" ORDER BY named_struct('map', \"user\", 'array', id) DESC) AS rn "
+        "FROM events) WHERE rn <= 3;"
+    )
+    assert spark_planner(spark, state_dir=tmp_path).plan(sql).queries

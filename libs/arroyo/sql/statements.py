@@ -316,15 +316,21 @@ def _partitioned_by(cur: _Tokens) -> OptionDecl | None:
                     column.start,
                 )
             args = [_ident(column)]
-            while cur.accept(","):
+            if cur.accept(","):
                 arg = cur.next()
-                if arg.token_type != TokenType.NUMBER:
+                if arg.token_type != TokenType.NUMBER or not arg.text.isdigit():
                     raise cur.error(
-                        f"{item}(...) in PARTITIONED BY takes a number after the column, found "
-                        f"'{arg.text}'",
+                        f"{item}(...) in PARTITIONED BY takes a whole number after the column, "
+                        f"found '{arg.text}'",
                         arg.start,
                     )
                 args.append(arg.text)
+            extra = cur.peek()
+            if extra is not None and extra.token_type == TokenType.COMMA:
+                raise cur.error(
+                    f"{item}(...) in PARTITIONED BY takes a column and at most one number",
+                    extra.start,
+                )
             cur.expect(")")
             item = f"{item.lower()}({', '.join(args)})"
         fields.append(item)

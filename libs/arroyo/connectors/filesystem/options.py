@@ -41,6 +41,8 @@ def split_fields(text: str) -> list[str]:
             current = ""
         else:
             current += ch
+    if depth != 0 or current:
+        raise ValueError(f"unbalanced parentheses in '{text}'")
     if not all(names):
         raise ValueError(f"expected column names, found '{text}'")
     return names

@@ -44,9 +44,12 @@ class PartitionField:
     column: str
     arg: int | None = None
 
-    def spark_sql(self) -> str:
-        """As Spark's DDL for Iceberg writes it (``bucket(4, c)``, ``hours(ts)``...)."""
+    def spark_sql(self) -> str | None:
+        """As Spark's DDL for Iceberg writes it (``bucket(4, c)``, ``hours(ts)``...); None for
+        ``void``, which partitions nothing and which Spark's DDL has no word for."""
         column = f"`{self.column.replace('`', '``')}`"
+        if self.transform == "void":
+            return None
         if self.transform == "identity":
             return column
         if self.transform in ("bucket", "truncate"):
@@ -57,6 +60,11 @@ class PartitionField:
 def parse_partition_field(text: str) -> PartitionField:
     match = _ITEM.match(text.strip())
     if match is None:
+        if "(" in text or ")" in text:
+            raise ValueError(
+                f"'{text.strip()}' in PARTITIONED BY: write a transform as fn(column) or "
+                "fn(column, n), with one column and at most one whole number"
+            )
         return PartitionField("identity", text.strip())  # a bare column is identity
     fn, column, arg = match["fn"].lower(), match["column"].strip(), match["arg"]
     if fn not in TRANSFORMS:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from arroyo.connectors.base import ConnectorError
 from arroyo.connectors.runtime.sinks import batch_in_flight, consume, error_summary, sink_id
+from arroyo.formats import ParquetOptions, parse_format_options
 from arroyo.program.names import EVENT_TIME
 from arroyo.program.spec import TableSpec
 
@@ -43,6 +44,15 @@ class IcebergBatches:
         self.ident = f"{catalog}.{self.namespace}.{_quoted(options.table_name)}"
         self.catalog = catalog
         self._committed: int | None = None
+        spec = table.format
+        fmt = parse_format_options(spec.name, spec.options) if spec is not None else None
+        # Iceberg's write options: the Parquet codec, and whether rows are gathered by
+        # partition before the write (shuffle_by_partition.enabled) or written where they are.
+        self.write_options = {
+            "distribution-mode": "hash" if options.shuffle_by_partition else "none",
+        }
+        if isinstance(fmt, ParquetOptions):
+            self.write_options["compression-codec"] = fmt.compression
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         with batch_in_flight():
@@ -56,6 +66,7 @@ class IcebergBatches:
                     return
                 (
                     frame.writeTo(self.ident)
+                    .options(**self.write_options)
                     .option(f"snapshot-property.{SINK_PROPERTY}", sink_id(self.state_dir))
                     .option(f"snapshot-property.{BATCH_PROPERTY}", str(batch_id))
                     .append()
@@ -78,12 +89,12 @@ class IcebergBatches:
         jvm = spark._jvm
         assert jvm is not None
         columns = jvm.org.apache.spark.sql.types.DataType.fromJson(frame.schema.json()).toDDL()
-        spec = [f.spark_sql() for f in self.options.fields if f.transform != "void"]
+        spec = [sql for f in self.options.fields if (sql := f.spark_sql()) is not None]
         ddl = f"CREATE TABLE IF NOT EXISTS {self.ident} ({columns}) USING iceberg"
         if spec:
             ddl += f" PARTITIONED BY ({', '.join(spec)})"
         if self.options.location_path:
-            location = self.options.locations[0].uri.replace("'", "\\'")
+            location = self.options.locations[0].uri.replace("\\", "\\\\").replace("'", "\\'")
             ddl += f" LOCATION '{location}'"
         spark.sql(ddl)
 

@@ -7,7 +7,6 @@ aggregate it amounts to (unwindowed_top_n).
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
@@ -20,6 +19,8 @@ from arroyo.sql.planner.relations import Planned, Relation, batch_view_name, rea
 from arroyo.sql.planner.syntax import RANKED_ROWS, conjuncts, from_clause
 
 if TYPE_CHECKING:
+    from pyspark.sql.types import DataType
+
     from arroyo.sql.planner.context import PlanContext
 
 # A top-N without windows takes N up to this.
@@ -187,6 +188,29 @@ def unwindowed_top_n(ctx: PlanContext, select: exp.Select) -> bool:
     return True
 
 
+def _orders_as_top_n(data_type: DataType) -> bool:
+    """Whether the TopN aggregate orders values of this type as Spark does: numbers, strings
+    compared by code point (not under another collation), dates, timestamps, booleans, and
+    structs of them."""
+    from pyspark.sql.types import (
+        BooleanType,
+        DateType,
+        NumericType,
+        StringType,
+        StructType,
+        TimestampNTZType,
+        TimestampType,
+    )
+
+    if isinstance(data_type, StructType):
+        return all(_orders_as_top_n(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, StringType):
+        return data_type.collation == "UTF8_BINARY"
+    return isinstance(
+        data_type, NumericType | DateType | TimestampType | TimestampNTZType | BooleanType
+    )
+
+
 def register_top_n(ctx: PlanContext, select: exp.Select) -> None:
     """Register the TopN aggregate of each top-N that unwindowed_top_n wrote into ``select``
     (its functions now in Spark's terms): its input types are those of the order and the row
@@ -204,7 +228,7 @@ def register_top_n(ctx: PlanContext, select: exp.Select) -> None:
         )
         fields = ctx.analyse(probe.sql(dialect="spark"), select).fields
         order_type = fields[0].dataType.simpleString()
-        if re.search(r"\b(binary|map|array|interval|variant)\b", order_type):
+        if not _orders_as_top_n(fields[0].dataType):
             raise error(
                 ErrorCode.UNWINDOWED_TOP_N,
                 "a top-N over input without windows orders by numbers, strings, dates, "
