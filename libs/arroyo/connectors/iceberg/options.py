@@ -210,7 +210,9 @@ class IcebergOptions(ConnectorOptions):
 
     def catalog_settings(self) -> dict[str, str]:
         """The Spark catalog's settings (``spark.sql.catalog.<name>.<key>``)."""
-        settings = {"": "org.apache.iceberg.spark.SparkCatalog"}
+        # Uncached: the sink reads the table's snapshots when it starts, and must see the
+        # latest, whoever wrote it since this session last loaded the table.
+        settings = {"": "org.apache.iceberg.spark.SparkCatalog", "cache-enabled": "false"}
         if self.catalog_type == "rest":
             settings |= {"type": "rest", "uri": str(self.rest_url)}
             if self.warehouse:

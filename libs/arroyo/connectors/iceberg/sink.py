@@ -99,11 +99,14 @@ class IcebergBatches:
         spark.sql(ddl)
 
     def _last_committed(self, spark: SparkSession) -> int:
-        """The last batch of this sink among the table's snapshots, or -1."""
+        """The last batch of this sink among the snapshots of the table's current state (not
+        those a rollback left behind), or -1."""
         me = sink_id(self.state_dir)
         rows = spark.sql(
-            f"SELECT max(CAST(summary['{BATCH_PROPERTY}'] AS BIGINT)) AS last "
-            f"FROM {self.ident}.snapshots WHERE summary['{SINK_PROPERTY}'] = '{me}'"
+            f"SELECT max(CAST(s.summary['{BATCH_PROPERTY}'] AS BIGINT)) AS last "
+            f"FROM {self.ident}.snapshots AS s JOIN {self.ident}.history AS h "
+            "ON s.snapshot_id = h.snapshot_id "
+            f"WHERE h.is_current_ancestor AND s.summary['{SINK_PROPERTY}'] = '{me}'"
         ).collect()
         last = rows[0]["last"] if rows else None
         return int(last) if last is not None else -1

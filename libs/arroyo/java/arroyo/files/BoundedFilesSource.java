@@ -387,7 +387,7 @@ public final class BoundedFilesSource implements TableProvider {
       return footers.computeIfAbsent(file, f -> {
         try {
           return ParquetFiles.footer(f, Listing.hadoopConf());
-        } catch (java.io.UncheckedIOException err) {
+        } catch (ParquetFiles.NotParquet err) {
           if (!config.dropBad) {
             throw err;
           }

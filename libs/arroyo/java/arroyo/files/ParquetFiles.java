@@ -67,7 +67,24 @@ final class ParquetFiles {
   /** An error that names the file (Spark's own name the column where they know it). */
   static UncheckedIOException unreadable(String file, Exception err) {
     String message = "cannot read '" + file + "' as Parquet: " + err.getMessage();
-    return new UncheckedIOException(new IOException(message, err));
+    IOException cause = new IOException(message, err);
+    return corrupt(err) ? new NotParquet(cause) : new UncheckedIOException(cause);
+  }
+
+  /** A file that was read and is not Parquet (or is cut short): bad data, which bad_data =
+   * 'drop' skips. A file that could not be read (a timeout, a refused connection, a missing
+   * permission) is not: it fails the query, which a restart retries. */
+  static final class NotParquet extends UncheckedIOException {
+    NotParquet(IOException cause) {
+      super(cause);
+    }
+  }
+
+  private static boolean corrupt(Exception err) {
+    // Parquet's reader throws RuntimeException for a bad magic number or footer length, and
+    // an EOFException for a file shorter than its footer says; the object store's client
+    // errors are IOExceptions of other kinds.
+    return err instanceof RuntimeException || err instanceof java.io.EOFException;
   }
 
   /** A file's row groups (rows, and bytes from the first page to the last) and columns. */
