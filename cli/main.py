@@ -16,7 +16,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -30,6 +30,7 @@ from arroyo_cli.timings import CatalystWork, Timings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from arroyo.connectors.runtime.remote_state import RemoteState
     from arroyo.engine.session import SessionSettings
     from arroyo.udfs import UdfLibrary
 
@@ -59,9 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     run.add_argument(
         "--state-dir",
-        type=Path,
-        help="checkpoints live here; run again with it to resume "
-        "(default: a fresh temporary directory)",
+        help="checkpoints live here; run again with it to resume, on this machine or, for an "
+        "object store (s3://bucket/prefix; credentials and endpoint from AWS_* variables, or "
+        "s3::http://host:port/bucket/prefix), on any (default: a fresh temporary directory)",
     )
     run.add_argument(
         "--real-time",
@@ -218,7 +219,7 @@ def describe(program: PipelineProgram) -> str:
 def _run(
     sql: str,
     parallelism: int,
-    state_dir: Path | None,
+    state_dir: str | None,
     udfs: UdfLibrary | None,
     timings: Timings,
     *,
@@ -232,22 +233,38 @@ def _run(
     timings.mark(f"input read for the JIT ({'quick: small and bounded' if quick else 'full'})")
     settings = SessionSettings(parallelism=parallelism, fast_start=quick)
     program, spark = _plan(sql, parallelism, udfs, timings, settings)
-    own_state = state_dir is None
-    state = state_dir or Path(tempfile.mkdtemp(prefix="arroyo-state-"))
+    remote = _remote_state(state_dir)
+    own_state = state_dir is None or remote is not None
+    if state_dir is None or remote is not None:
+        state = Path(tempfile.mkdtemp(prefix="arroyo-state-"))
+    else:
+        state = Path(state_dir)
     try:
         return _run_pipeline(
             spark,
             program,
             state,
-            own_state=own_state,
+            resume_with=state_dir,
+            remote=remote(state) if remote is not None else None,
             timings=timings,
             real_time_ms=real_time_ms,
             started=started,
         )
     finally:
         if own_state:
-            # Nothing can resume it (its path was never shown): checkpoints do not pile up.
+            # Nothing can resume it (its path was never shown, or it is a working copy of a
+            # state in an object store): checkpoints do not pile up.
             shutil.rmtree(state, ignore_errors=True)
+
+
+def _remote_state(state_dir: str | None) -> Callable[[Path], RemoteState] | None:
+    """For a state directory in an object store: how to make its copy in a local one."""
+    from arroyo.connectors.runtime.remote_state import RemoteState, is_remote
+
+    if state_dir is None or not is_remote(state_dir):
+        return None
+
+    return lambda local: RemoteState(state_dir, local)
 
 
 def _run_pipeline(
@@ -255,7 +272,8 @@ def _run_pipeline(
     program: PipelineProgram,
     state: Path,
     *,
-    own_state: bool,
+    resume_with: str | None,
+    remote: RemoteState | None,
     timings: Timings,
     real_time_ms: int | None,
     started: float,
@@ -285,6 +303,7 @@ def _run_pipeline(
         on_progress=show,
         on_batch=on_batch if timings.enabled else None,
         real_time_batch_ms=real_time_ms,
+        remote=remote,
     )
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
@@ -312,7 +331,7 @@ def _run_pipeline(
     if finished:
         print(f"finished in {time.monotonic() - started:.1f}s", file=sys.stderr)
         return 0
-    where = "" if own_state else f"; resume with --state-dir {state}"
+    where = "" if resume_with is None else f"; resume with --state-dir {resume_with}"
     print(f"stopped after a checkpoint{where}", file=sys.stderr)
     return 130
 

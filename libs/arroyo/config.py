@@ -113,6 +113,11 @@ class TracingConfig(_Section):
 
 class Config(_Section):
     data_dir: Path = Path.home() / ".local" / "share" / "arroyo"
+    # Where jobs' checkpoints live (Arroyo's checkpoint-url): by default data_dir/checkpoints
+    # on the controller's machine, which workers on other machines cannot reach; an object
+    # store (s3://bucket/prefix, credentials from the AWS_* variables of the workers) lets a
+    # job resume on any worker.
+    checkpoint_url: str | None = None
     database: DatabaseConfig = DatabaseConfig()
     api: ApiConfig = ApiConfig()
     controller: ControllerConfig = ControllerConfig()

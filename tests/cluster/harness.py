@@ -70,12 +70,15 @@ class Cluster:
         self.api_url = f"http://127.0.0.1:{self.env['ARROYO__API__PORT']}/api/v1"
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
 
-    def start(self, name: str, command: list[str] | None = None) -> None:
-        """``arroyo <command>`` (default: ``arroyo <name>``) as the service ``name``."""
+    def start(
+        self, name: str, command: list[str] | None = None, env: dict[str, str] | None = None
+    ) -> None:
+        """``arroyo <command>`` (default: ``arroyo <name>``) as the service ``name``, with
+        ``env`` over the cluster's environment."""
         log = (self.root / "logs" / f"{name}.log").open("ab")
         self.processes[name] = subprocess.Popen(
             [sys.executable, "-m", "arroyo_cli.main", *(command or [name])],
-            env=self.env,
+            env={**self.env, **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -173,8 +176,11 @@ class Cluster:
 
 
 @contextmanager
-def running_cluster(root: Path, database_url: str) -> Iterator[Cluster]:
+def running_cluster(
+    root: Path, database_url: str, env: dict[str, str] | None = None
+) -> Iterator[Cluster]:
     cluster = Cluster(root, database_url)
+    cluster.env.update(env or {})
     try:
         for name in SERVICES:
             cluster.start(name)

@@ -20,7 +20,7 @@ from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import node_pb2
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    pass
 
 log = structlog.get_logger(__name__)
 
@@ -67,7 +67,7 @@ class JobContext:
     store: Store
     nodes: NodeRegistry
     settings: ControllerConfig
-    state_root: Path
+    state_root: str  # a local directory, or an object store's URL (checkpoint_url)
     program_json: str = ""
     events: asyncio.Queue[JobEvent] = field(default_factory=asyncio.Queue)
     last_heartbeat: float = field(default_factory=time.monotonic)
@@ -81,7 +81,7 @@ class JobContext:
         store: Store,
         nodes: NodeRegistry,
         settings: ControllerConfig,
-        state_root: Path,
+        state_root: str,
     ) -> JobContext:
         return cls(
             job.id, job.pipeline_id, job.config, job.status, store, nodes, settings, state_root
@@ -97,7 +97,7 @@ class JobContext:
 
     def state_dir(self) -> str:
         """Where this job's checkpoints live for its current run (``ignore_state`` bumps it)."""
-        return str(self.state_root / self.job_id / f"run-{self.status.run_id}")
+        return f"{self.state_root.rstrip('/')}/{self.job_id}/run-{self.status.run_id}"
 
     def wants_running(self) -> bool:
         return self.config.stop is StopMode.NONE

@@ -71,7 +71,7 @@ class Controller:
         self.recent_output: dict[str, collections.deque[OutputBatch]] = {}
         self._poke = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
-        self.state_root = config.data_dir / "checkpoints"
+        self.state_root = config.checkpoint_url or str(config.data_dir / "checkpoints")
 
     async def start(self) -> None:
         await self.sync()

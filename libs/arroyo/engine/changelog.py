@@ -29,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType
 
 from arroyo.connectors.base import LineWriter
+from arroyo.connectors.runtime.remote_state import durable
 from arroyo.connectors.runtime.sinks import batch_in_flight, consume
 from arroyo.formats.codec import json_row
 from arroyo.program.names import quote_name
@@ -96,6 +97,7 @@ class Changelog:
                 )
         finally:
             db.close()
+        durable(self.state_path)
 
     def _changes(self, db: sqlite3.Connection, df: DataFrame) -> Iterator[tuple[str, str | None]]:
         """(key, new row JSON or None when the key no longer qualifies), for changed keys."""

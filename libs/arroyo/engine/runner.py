@@ -32,6 +32,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from arroyo.connectors import AnyConnector, WriteContext, connector
 from arroyo.connectors.base import ConnectorOptions, table_state_dir
+from arroyo.connectors.runtime.remote_state import RemoteState, attach, detach
 from arroyo.connectors.runtime.sinks import wait_for_batches
 from arroyo.engine.build import (
     BuildSettings,
@@ -178,8 +179,12 @@ class PipelineRunner:
         on_batch: Callable[[BatchReport], None] | None = None,
         trigger_interval_ms: int = 0,
         real_time_batch_ms: int | None = None,
+        remote: RemoteState | None = None,
     ) -> None:
         self.spark = spark
+        # The state's object-store copy (arroyo.connectors.runtime.remote_state), with
+        # ``state_dir`` its local working directory.
+        self.remote = remote
         self.program = program
         self.state_dir = state_dir
         self.settings = BuildSettings(state_dir, program.parallelism, max_records_per_batch)
@@ -200,6 +205,12 @@ class PipelineRunner:
     def start(self) -> None:
         self.spark.streams.addListener(self._listener)
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        if self.remote is not None:
+            from arroyo.connectors.storage import configure
+
+            configure(self.spark, self.remote.location)
+            self.remote.restore()
+            attach(self.remote)
         (self.state_dir / "program.json").write_text(self.program.to_json())
         drop_temp_views(self.spark)
         if self.program.udfs is not None:
@@ -218,6 +229,8 @@ class PipelineRunner:
             for w in self._watched:
                 w.query.stop()
             self.spark.streams.removeListener(self._listener)
+            if self.remote is not None:
+                detach(self.remote)
             raise
 
     def _start_query(self, index: int, spec: SinkQuery) -> _Watched:
@@ -237,12 +250,17 @@ class PipelineRunner:
             stripped = without_event_time(df)
             df = stripped if stripped is not None else df
         query_dir = self.state_dir / "queries" / f"{index}-{sink.name}"
-        declare_column_use(df, os.path.abspath(query_dir / "checkpoint"))
+        if self.remote is not None:
+            checkpoint = self.remote.checkpoint_uri(f"queries/{index}-{sink.name}/checkpoint")
+            checkpoint_key = RemoteState.checkpoint_key(checkpoint)
+        else:
+            checkpoint = checkpoint_key = os.path.abspath(query_dir / "checkpoint")
+        declare_column_use(df, checkpoint)
         context = WriteContext(self.spark, query_dir / "sink", self.state_dir)
         if spec.updating_ttl_ms is not None:
             # Read by the state store of this query's aggregate (the state directory Spark
             # keeps under the checkpoint), at every batch: arroyo.engine.session.
-            state = os.path.abspath(query_dir / "checkpoint" / "state")
+            state = f"{checkpoint_key}/state"
             self.spark.conf.set(UPDATING_TTL_PREFIX + state, str(spec.updating_ttl_ms))
         if spec.output_mode == "update" and conn.capabilities.needs_format:
             # Change records for a sink that writes them (a blackhole takes the rows as they are).
@@ -272,7 +290,7 @@ class PipelineRunner:
         else:
             writer = conn.write(context, df, sink, options)
         writer = (
-            writer.option("checkpointLocation", str(query_dir / "checkpoint"))
+            writer.option("checkpointLocation", checkpoint)
             .outputMode(spec.output_mode)
             .queryName(f"{sink.name}_{index}")
         )
@@ -497,6 +515,8 @@ class PipelineRunner:
             conn = connector(name)
             assert conn is not None
             conn.release()
+        if self.remote is not None:
+            detach(self.remote)
 
 
 # Spark's checks of a query's chain of stateful operators (SinkQuery.unchecked_chain): of one

@@ -22,6 +22,7 @@ from arroyo.program.spec import PipelineProgram
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from arroyo.connectors.runtime.remote_state import RemoteState
     from arroyo.engine.runner import BatchReport, PipelineRunner
 
 log = structlog.get_logger(__name__)
@@ -62,8 +63,10 @@ class Execution:
         *,
         restore: bool,
         trigger_interval_ms: int = 0,
+        remote: RemoteState | None = None,
     ) -> None:
         self.spark = spark
+        self.remote = remote
         self.program = program
         self.state_dir = state_dir
         self.reporter = reporter
@@ -98,12 +101,15 @@ class Execution:
             if not self.restore and self.state_dir.exists():
                 # Starting from nothing: earlier checkpoints must not be resumed from.
                 shutil.rmtree(self.state_dir)
+            if not self.restore and self.remote is not None:
+                self.remote.clear()
             runner = PipelineRunner(
                 self.spark,
                 self.program,
                 self.state_dir,
                 on_batch=self.reporter.batch,
                 trigger_interval_ms=self.trigger_interval_ms,
+                remote=self.remote,
             )
             with self._lock:
                 self._runner = runner
@@ -125,6 +131,10 @@ class Execution:
             failure.retryable = True
             self.reporter.failed(failure)
             return
+        finally:
+            if self.remote is not None:
+                # Only a working copy: the state is in the object store.
+                shutil.rmtree(self.state_dir, ignore_errors=True)
         if finished:
             self.phase = Phase.FINISHED
             self.reporter.finished()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import tempfile
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from arroyo.config import Config
+from arroyo.connectors.runtime.remote_state import RemoteState, is_remote
 from arroyo.connectors.stdout.sink import route_stdout
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.program.spec import PipelineProgram
@@ -135,11 +137,19 @@ class WorkerRuntime:
         route_stdout(self._live_output)
         # A warm worker's session was made before its job was known.
         self.spark.conf.set("spark.sql.shuffle.partitions", str(program.parallelism))
+        if is_remote(state_dir):
+            # The job's state in an object store (checkpoint_url), worked on in a directory
+            # of this worker's own.
+            local = Path(tempfile.mkdtemp(prefix=f"arroyo-{self.identity.job_id}-"))
+            remote: RemoteState | None = RemoteState(state_dir, local)
+        else:
+            local, remote = Path(state_dir), None
         self.execution = Execution(
             self.spark,
             program,
-            Path(state_dir),
+            local,
             _Reports(self),
+            remote=remote,
             restore=restore,
             trigger_interval_ms=interval_micros // 1000,
         )

@@ -32,6 +32,7 @@ from arroyo.connectors.filesystem.options import FilesystemOptions
 from arroyo.connectors.filesystem.partitions import partition_levels
 from arroyo.connectors.filesystem.rolling import split_file
 from arroyo.connectors.filesystem.store import SinkStore
+from arroyo.connectors.runtime.remote_state import durable
 from arroyo.connectors.runtime.sinks import batch_in_flight, consume, error_summary, sink_id
 from arroyo.formats import JsonOptions, ParquetOptions, parse_format_options
 from arroyo.formats.codec import encode
@@ -252,3 +253,4 @@ def _write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+    durable(path)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from arroyo.connectors.base import ConnectorError
 from arroyo.connectors.kafka.options import KafkaConnection
+from arroyo.connectors.runtime.remote_state import identity
 from arroyo.errors import ErrorDomain
 
 if TYPE_CHECKING:
@@ -33,8 +34,9 @@ class AbandonedCallError(KafkaUnavailableError):
 
 
 def stable_id(state_dir: Path) -> str:
-    """A name for this pipeline's table that is the same across restarts of the pipeline."""
-    return hashlib.sha1(str(state_dir.resolve()).encode()).hexdigest()[:12]
+    """A name for this pipeline's table that is the same across restarts of the pipeline, on
+    whichever machine when its state is in an object store."""
+    return hashlib.sha1(identity(state_dir).encode()).hexdigest()[:12]
 
 
 def spark_options(opts: KafkaConnection) -> dict[str, str]:

@@ -10,6 +10,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from arroyo.connectors.base import ReadContext
+from arroyo.connectors.runtime.remote_state import durable
 
 
 def event_numbers(
@@ -69,6 +70,7 @@ def _write_atomically(path: Path, value: dict[str, object]) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(value))
     tmp.replace(path)
+    durable(path)
 
 
 def start_time_ms(state_dir: Path) -> int:

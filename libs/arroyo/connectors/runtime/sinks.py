@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import DataFrame
 
 from arroyo.connectors.base import LineWriter
+from arroyo.connectors.runtime.remote_state import durable
 from arroyo.program.spec import TableSpec
 
 if TYPE_CHECKING:
@@ -70,6 +71,7 @@ def sink_id(state_dir: Path) -> str:
         tmp = path.with_name(f".{path.name}.tmp")
         tmp.write_text(uuid.uuid4().hex[:12])
         os.replace(tmp, path)
+        durable(path)
     return path.read_text().strip()
 
 
@@ -100,6 +102,7 @@ class BatchCommitLog:
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps({"batch_id": batch_id, "length": length}))
         os.replace(tmp, self.path)
+        durable(self.path)
 
 
 def lines_of(df: DataFrame) -> Iterable[bytes]:

@@ -30,6 +30,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from arroyo.connectors.runtime.remote_state import durable, forget
 from arroyo.program.names import EVENT_TIME
 
 BATCH_PREFIX = "batch-"
@@ -67,6 +68,7 @@ def _write_atomically(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)
     os.replace(tmp, path)
+    durable(path)
 
 
 class _File(InputPartition):
@@ -182,6 +184,7 @@ class _StageReader(DataSourceStreamReader):
         for b in committed_batches(self.root):
             if b <= end["batch"]:
                 shutil.rmtree(batch_dir(self.root, b), ignore_errors=True)
+                forget(batch_dir(self.root, b))
 
 
 class StageSource(DataSource):

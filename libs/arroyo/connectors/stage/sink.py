@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame
 
+from arroyo.connectors.runtime.remote_state import durable
 from arroyo.connectors.runtime.sinks import batch_in_flight, consume
 from arroyo.connectors.runtime.stage_files import END, LINES_FILE, batch_dir, consumed
 
@@ -36,6 +37,7 @@ class StageWriter:
             shutil.rmtree(tmp, ignore_errors=True)
             df.write.mode("overwrite").parquet(str(tmp))
             os.replace(tmp, batch_dir(self.root, batch_id))
+            durable(batch_dir(self.root, batch_id))
 
 
 class StageLines:
@@ -64,8 +66,10 @@ class StageLines:
             shutil.rmtree(tmp)
             return
         os.replace(tmp, batch_dir(self.root, batch_id))
+        durable(batch_dir(self.root, batch_id))
 
 
 def mark_ended(root: Path) -> None:
     """The writing query's input has ended: its reader ends after the last batch."""
     (root / END).touch()
+    durable(root / END)

@@ -1,0 +1,227 @@
+"""A pipeline's state in an object store (``arroyo run --state-dir s3://bucket/prefix``, a
+cluster's ``checkpoint_url``), so that a pipeline stopped on one machine resumes on another
+that shares no disk with it.
+
+Each part of the state is kept where its guarantees hold:
+
+- Spark's checkpoints (offset and commit logs, state stores) are written by Spark itself,
+  through S3A, under ``<url>/queries/<query>/checkpoint``: a batch's offsets are durable before
+  it runs and its commit after, as on a disk.
+- Arroyo's own state (a sink's id and its last committed batch, a source's start time, the
+  stages between a pipeline's queries, an updating sink's changelog) lives in a local working
+  directory and is written through to ``<url>``: ``durable(path)`` uploads a file (or
+  directory) before the write that made it returns, so the object store never lags a decision
+  taken from it. A run first restores that state from ``<url>``, on whatever machine it runs.
+
+Readers are the same code on either: connectors read and write their state under a local
+``Path`` and call ``durable``/``forget`` after each change, which do nothing for a state
+that is only local."""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from arroyo.connectors.storage import Location, StorageError, parse_location
+from arroyo.errors import ArroyoError, ErrorDomain
+
+# Spark's own part of a pipeline's state: never mirrored, Spark writes it to the store itself.
+_SPARK_PART = "checkpoint"
+
+_lock = threading.Lock()
+_attached: dict[Path, RemoteState] = {}
+
+
+class RemoteStateError(ArroyoError):
+    """A state location that cannot be used (not an object store, unreachable, refused)."""
+
+    code = "state_location"
+    domain = ErrorDomain.USER
+
+
+class RemoteState:
+    """The object-store copy of one pipeline's state at ``url``, worked on in ``local``.
+
+    Credentials and endpoint: ``storage_options`` (a table's ``storage.*`` keys), by default
+    the ``AWS_*`` environment variables as Arroyo reads them (``AWS_ACCESS_KEY_ID``,
+    ``AWS_ENDPOINT``, ``AWS_DEFAULT_REGION``...), or the endpoint in an
+    ``s3::http://host:port/bucket/prefix`` URL."""
+
+    def __init__(
+        self, url: str, local: Path, storage_options: dict[str, str] | None = None
+    ) -> None:
+        from arroyo.connectors.filesystem.store import SinkStore
+
+        options = storage_options if storage_options is not None else environment_options()
+        try:
+            self.location: Location = parse_location(url, options)
+        except StorageError as err:
+            raise RemoteStateError(f"state location '{url}': {err}") from err
+        if self.location.local:
+            raise RemoteStateError(f"state location '{url}' is a local path, not an object store")
+        self.url = url
+        self.local = Path(os.path.abspath(local))
+        try:
+            self.store = SinkStore(self.location)
+        except ArroyoError as err:
+            raise RemoteStateError(f"state location '{url}': {err.message}") from err
+
+    def checkpoint_uri(self, relative: str) -> str:
+        """Where Spark writes the checkpoint at ``relative`` (S3A's URI)."""
+        return self.location.join(relative)
+
+    @staticmethod
+    def checkpoint_key(uri: str) -> str:
+        """A checkpoint URI as Spark's state stores name their root (its path alone)."""
+        return urlsplit(uri).path
+
+    def restore(self) -> None:
+        """Bring the stored state into the local directory (overwriting what is there), then
+        store what only the local directory has (written while the pipeline was planned)."""
+        try:
+            self._check_bucket()
+            stored = [f for f in self.store.files() if not _spark_part(f)]
+            for relative in stored:
+                target = self.local / relative
+                target.parent.mkdir(parents=True, exist_ok=True)
+                partial = target.with_name(f".{target.name}.restoring")
+                with self.store.read(relative) as src, open(partial, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+                os.replace(partial, target)
+            known = set(stored)
+            for path in sorted(p for p in self.local.rglob("*") if p.is_file()):
+                relative = path.relative_to(self.local).as_posix()
+                if relative not in known and not _spark_part(relative):
+                    self._upload(path, relative)
+        except OSError as err:
+            raise RemoteStateError(
+                f"cannot restore the pipeline's state from {self.location.describe()}: {err}"
+            ) from err
+
+    def _check_bucket(self) -> None:
+        from pyarrow import fs as pafs
+
+        if not self.location.bucket:
+            return
+        info = self.store.fs.get_file_info(self.location.bucket)
+        if info.type == pafs.FileType.NotFound:
+            raise RemoteStateError(
+                f"cannot keep the pipeline's state in {self.location.describe()}: "
+                "the bucket does not exist"
+            )
+
+    def clear(self) -> None:
+        """Remove the stored state: a run starting from nothing must not resume from it."""
+        try:
+            self._check_bucket()
+            self.store.delete_dir("")
+        except OSError as err:
+            raise RemoteStateError(
+                f"cannot clear the pipeline's state in {self.location.describe()}: {err}"
+            ) from err
+
+    def push(self, path: Path) -> None:
+        relative = path.relative_to(self.local).as_posix()
+        if path.is_dir():
+            for child in sorted(p for p in path.rglob("*") if p.is_file()):
+                self._upload(child, child.relative_to(self.local).as_posix())
+        elif path.exists():
+            self._upload(path, relative)
+        else:
+            self.delete(path)
+
+    def delete(self, path: Path) -> None:
+        relative = path.relative_to(self.local).as_posix()
+        self.store.delete(relative)
+        self.store.delete_dir(relative)
+
+    def _upload(self, path: Path, relative: str) -> None:
+        if _hidden(relative):
+            return
+        with open(path, "rb") as src, self.store.write(relative) as dst:
+            shutil.copyfileobj(src, dst)
+
+
+# The environment's AWS_* variables, as Arroyo's object store reads them for its checkpoints.
+_ENVIRONMENT = {
+    "AWS_ACCESS_KEY_ID": "aws_access_key_id",
+    "AWS_SECRET_ACCESS_KEY": "aws_secret_access_key",
+    "AWS_SESSION_TOKEN": "aws_session_token",
+    "AWS_DEFAULT_REGION": "aws_region",
+    "AWS_REGION": "aws_region",
+    "AWS_ENDPOINT": "aws_endpoint",
+    "AWS_ENDPOINT_URL": "aws_endpoint",
+    "AWS_ALLOW_HTTP": "aws_allow_http",
+}
+
+
+def environment_options() -> dict[str, str]:
+    """Storage options from the environment: passed on explicitly, so that Spark's JVM (whose
+    environment is its own) reaches the store with the same ones."""
+    return {key: os.environ[var] for var, key in _ENVIRONMENT.items() if os.environ.get(var)}
+
+
+def _spark_part(relative: str) -> bool:
+    return _SPARK_PART in relative.split("/")[:-1]
+
+
+def _hidden(relative: str) -> bool:
+    """Files being written (``.x.tmp``, ``.tmp-3/``): only what they become is state."""
+    return any(part.startswith(".") for part in relative.split("/"))
+
+
+def is_remote(location: str) -> bool:
+    """Whether a state location names an object store (not a local path)."""
+    if location.startswith("file:"):
+        return False
+    return "://" in location or location.lower().startswith("s3::")
+
+
+def attach(remote: RemoteState) -> None:
+    """Write the state under ``remote.local`` through to ``remote`` from now on."""
+    with _lock:
+        _attached[remote.local] = remote
+
+
+def detach(remote: RemoteState) -> None:
+    with _lock:
+        if _attached.get(remote.local) is remote:
+            del _attached[remote.local]
+
+
+def _owner(path: Path) -> RemoteState | None:
+    absolute = Path(os.path.abspath(path))
+    with _lock:
+        for root, remote in _attached.items():
+            if absolute == root or root in absolute.parents:
+                return remote
+    return None
+
+
+def durable(path: Path) -> None:
+    """``path`` (a file or directory of the state) was written: store it now."""
+    remote = _owner(path)
+    if remote is not None:
+        remote.push(Path(os.path.abspath(path)))
+
+
+def forget(path: Path) -> None:
+    """``path`` was removed from the state: remove it from the store too."""
+    remote = _owner(path)
+    if remote is not None:
+        remote.delete(Path(os.path.abspath(path)))
+
+
+def identity(state_dir: Path) -> str:
+    """What names this state across machines: its object-store URL and place in it when
+    stored, else its absolute local path."""
+    absolute = Path(os.path.abspath(state_dir))
+    remote = _owner(absolute)
+    if remote is None:
+        return str(absolute.resolve())
+    relative = absolute.relative_to(remote.local).as_posix()
+    return posixpath.join(remote.location.uri, relative) if relative != "." else remote.location.uri
