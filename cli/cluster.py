@@ -14,7 +14,9 @@ supervising them (a service that crash-loops never makes the cluster ready, and 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -22,6 +24,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +52,40 @@ class _Service:
         self.started_at = time.monotonic()
 
 
-def run_cluster(config: Config, config_path: Path | None) -> int:
+def run_cluster(config: Config, config_path: Path | None, *, s3: bool = False) -> int:
+    config.data_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        if s3:
+            stack.enter_context(_s3_checkpoints(config))
+        return _supervise(config, config_path)
+
+
+@contextlib.contextmanager
+def _s3_checkpoints(config: Config) -> Iterator[None]:
+    """An S3 server for the cluster's checkpoints: the services (and their workers) reach it
+    through the environment they inherit, as they would reach a real one."""
+    from arroyo.testing.s3 import REGION, S3Server
+
+    with S3Server.start(config.data_dir / "s3") as server:
+        bucket = "arroyo"
+        if not (config.data_dir / "s3" / bucket).is_dir():
+            server.create_bucket(bucket)
+        url = f"s3://{bucket}/checkpoints"
+        os.environ.update(
+            {
+                "ARROYO__CHECKPOINT_URL": url,
+                "AWS_ACCESS_KEY_ID": server.access_key,
+                "AWS_SECRET_ACCESS_KEY": server.secret_key,
+                "AWS_ENDPOINT": server.endpoint,
+                "AWS_DEFAULT_REGION": REGION,
+                "AWS_ALLOW_HTTP": "true",
+            }
+        )
+        _say(f"S3 server at {server.endpoint} (data in {server.data_dir}); checkpoints in {url}")
+        yield
+
+
+def _supervise(config: Config, config_path: Path | None) -> int:
     base = [sys.executable, "-m", "arroyo_cli.main"]
     if config_path is not None:
         base += ["--config", str(config_path)]
@@ -61,7 +97,6 @@ def run_cluster(config: Config, config_path: Path | None) -> int:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    config.data_dir.mkdir(parents=True, exist_ok=True)
     for service in services:
         service.start()
     _say(

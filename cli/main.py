@@ -74,10 +74,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser(
         "migrate", parents=[config_option], help="create or update the control plane's database"
     )
-    sub.add_parser(
+    cluster = sub.add_parser(
         "cluster",
         parents=[config_option],
         help="api, controller, compiler and a node on this machine (SQLite, local Spark)",
+    )
+    cluster.add_argument(
+        "--s3",
+        action="store_true",
+        help="also run an S3 server (versitygw, on 127.0.0.1, data under data_dir/s3) and keep "
+        "the jobs' checkpoints in it, as nodes on machines that share no disk do",
     )
     for name, what in SERVICES.items():
         service = sub.add_parser(name, parents=[config_option], help=f"run the {what}")

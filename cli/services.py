@@ -46,7 +46,7 @@ def run_service(args: argparse.Namespace) -> int:
     if args.command == "cluster":
         from arroyo_cli.cluster import run_cluster
 
-        return run_cluster(config, args.config)
+        return run_cluster(config, args.config, s3=args.s3)
     return _service_main(args.command)(config, args)
 
 

@@ -16,7 +16,12 @@ import pytest
 
 from tests.cluster.harness import SERVICES, Cluster
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("cluster")]
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.slow,
+    pytest.mark.s3,
+    pytest.mark.xdist_group("cluster"),
+]
 
 
 def children(pid: int) -> dict[int, str]:
@@ -48,6 +53,9 @@ CREATE TABLE out WITH (connector = 'blackhole', type = 'sink');
 INSERT INTO out SELECT counter FROM impulse;"""
 
 
+# With --s3: the cluster runs an S3 server and keeps its checkpoints there, as nodes that share
+# no disk would (the same services otherwise; tests/cluster/test_s3_checkpoints.py moves a job
+# between two such nodes).
 def test_cluster_is_ready_when_it_says_so_supervises_and_stops(tmp_path: Path) -> None:
     cluster = Cluster(tmp_path, f"sqlite:///{tmp_path / 'a.db'}")
     # The api waits 60 s for a starting compiler by default; a compiler starting beside three
@@ -57,7 +65,7 @@ def test_cluster_is_ready_when_it_says_so_supervises_and_stops(tmp_path: Path) -
     ready_url = f"http://127.0.0.1:{cluster.env['ARROYO__API__PORT']}/"
     log = tmp_path / "logs" / "cluster.log"
     process = subprocess.Popen(
-        [sys.executable, "-m", "arroyo_cli.main", "cluster"],
+        [sys.executable, "-m", "arroyo_cli.main", "cluster", "--s3"],
         env=cluster.env,
         stdin=subprocess.DEVNULL,
         stderr=log.open("wb"),
@@ -94,6 +102,11 @@ def test_cluster_is_ready_when_it_says_so_supervises_and_stops(tmp_path: Path) -
         cluster.until("the ready line", lambda: ready_url in log.read_text(), timeout=30)
         assert "arroyo cluster: ready after" in log.read_text()
         cluster.wait_state(pipeline["id"], "Finished")
+        # Its checkpoints are in the S3 server's bucket (a directory of its posix backend), not
+        # under the data directory's checkpoints.
+        bucket = tmp_path / "data" / "s3" / "arroyo" / "checkpoints"
+        assert list(bucket.glob("*/run-0/queries/*/checkpoint/commits/0")), log.read_text()
+        assert not (tmp_path / "data" / "checkpoints").exists()
 
         for name in SERVICES:
             cluster.wait_ready(name)
