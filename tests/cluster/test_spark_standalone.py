@@ -1,5 +1,7 @@
 """A pipeline through the cluster whose workers run on a Spark standalone master and worker,
-both started on loopback from the pyspark install."""
+both started on loopback from the pyspark install, with its checkpoints on the S3 server: the
+executors on the Spark worker write the window's state there, as executors on other machines
+must (tests/cluster/test_s3_checkpoints.py moves a job between nodes)."""
 
 from __future__ import annotations
 
@@ -11,13 +13,20 @@ from pathlib import Path
 
 import pyspark
 import pytest
+from pyarrow import fs as pafs
 
 from arroyo.testing import processes
 from arroyo.testing.ports import free_port
+from arroyo.testing.s3 import REGION, S3Server
 from tests.cluster.harness import running_cluster
 from tests.waiting import wait_until
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("cluster")]
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.slow,
+    pytest.mark.s3,
+    pytest.mark.xdist_group("cluster"),
+]
 
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
 
@@ -78,10 +87,19 @@ def _tail(directory: Path) -> str:
 
 
 def test_pipeline_runs_on_a_standalone_spark_cluster(
-    spark_master: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark_master: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    s3_server: S3Server,
+    s3_bucket: str,
 ) -> None:
     # The cluster's services take their environment from this process's.
     monkeypatch.setenv("ARROYO__WORKER__SPARK_MASTER", spark_master)
+    monkeypatch.setenv("ARROYO__CHECKPOINT_URL", f"s3://{s3_bucket}/checkpoints")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", s3_server.access_key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", s3_server.secret_key)
+    monkeypatch.setenv("AWS_ENDPOINT", s3_server.endpoint)
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
     with running_cluster(tmp_path / "cluster", f"sqlite:///{tmp_path / 'a.db'}") as cluster:
         output = tmp_path / "out.json"
         query = f"""
@@ -101,3 +119,7 @@ def test_pipeline_runs_on_a_standalone_spark_cluster(
         # The executors ran on the standalone worker, not inside the driver.
         apps = list((tmp_path / "spark-work").glob("app-*/*/stderr"))
         assert apps, _tail(tmp_path)
+    # The window's state, written by those executors, is in the bucket.
+    selector = pafs.FileSelector(f"{s3_bucket}/checkpoints", recursive=True)
+    keys = [i.path for i in s3_server.filesystem().get_file_info(selector) if i.is_file]
+    assert any("/checkpoint/state/0/" in k for k in keys), keys
