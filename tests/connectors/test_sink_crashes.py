@@ -32,11 +32,14 @@ ROWS = 40_000
 
 
 def _local_rows(out: Path) -> list[int]:
+    """As a plain reader lists the directory: hidden names (``_``, ``.``) are not descended
+    into, so the sink's staging, changing under the listing, is never read."""
     rows: list[int] = []
-    for f in sorted(out.rglob("*")):
-        relative = f.relative_to(out).parts
-        if f.is_file() and not any(p.startswith(("_", ".")) for p in relative):
-            rows += [json.loads(line)["n"] for line in f.read_text().splitlines() if line]
+    for parent, dirs, files in os.walk(out):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
+        for name in sorted(f for f in files if not f.startswith(("_", "."))):
+            text = Path(parent, name).read_text()
+            rows += [json.loads(line)["n"] for line in text.splitlines() if line]
     return rows
 
 

@@ -211,6 +211,14 @@ class PipelineRunner:
             configure(self.spark, self.remote.location)
             self.remote.restore()
             attach(self.remote)
+        try:
+            self._prepare()
+        except BaseException:
+            if self.remote is not None:
+                detach(self.remote)
+            raise
+
+    def _prepare(self) -> None:
         (self.state_dir / "program.json").write_text(self.program.to_json())
         drop_temp_views(self.spark)
         if self.program.udfs is not None:
@@ -229,8 +237,6 @@ class PipelineRunner:
             for w in self._watched:
                 w.query.stop()
             self.spark.streams.removeListener(self._listener)
-            if self.remote is not None:
-                detach(self.remote)
             raise
 
     def _start_query(self, index: int, spec: SinkQuery) -> _Watched:

@@ -210,9 +210,7 @@ class IcebergOptions(ConnectorOptions):
 
     def catalog_settings(self) -> dict[str, str]:
         """The Spark catalog's settings (``spark.sql.catalog.<name>.<key>``)."""
-        # Uncached: the sink reads the table's snapshots when it starts, and must see the
-        # latest, whoever wrote it since this session last loaded the table.
-        settings = {"": "org.apache.iceberg.spark.SparkCatalog", "cache-enabled": "false"}
+        settings = {"": "org.apache.iceberg.spark.SparkCatalog"}
         if self.catalog_type == "rest":
             settings |= {"type": "rest", "uri": str(self.rest_url)}
             if self.warehouse:

@@ -63,6 +63,10 @@ class RemoteState:
             raise RemoteStateError(f"state location '{url}': {err}") from err
         if self.location.local:
             raise RemoteStateError(f"state location '{url}' is a local path, not an object store")
+        if not self.location.key.strip("/"):
+            raise RemoteStateError(
+                f"state location '{url}' is a whole bucket: give a prefix (s3://bucket/prefix)"
+            )
         self.url = url
         self.local = Path(os.path.abspath(local))
         try:
@@ -125,6 +129,14 @@ class RemoteState:
             ) from err
 
     def push(self, path: Path) -> None:
+        try:
+            self._push(path)
+        except OSError as err:
+            raise RemoteStateError(
+                f"cannot store the pipeline's state in {self.location.describe()}: {err}"
+            ) from err
+
+    def _push(self, path: Path) -> None:
         relative = path.relative_to(self.local).as_posix()
         if path.is_dir():
             for child in sorted(p for p in path.rglob("*") if p.is_file()):
@@ -136,8 +148,14 @@ class RemoteState:
 
     def delete(self, path: Path) -> None:
         relative = path.relative_to(self.local).as_posix()
-        self.store.delete(relative)
-        self.store.delete_dir(relative)
+        try:
+            self.store.delete(relative)
+            self.store.delete_dir(relative)
+        except OSError as err:
+            raise RemoteStateError(
+                f"cannot remove '{relative}' of the pipeline's state in "
+                f"{self.location.describe()}: {err}"
+            ) from err
 
     def _upload(self, path: Path, relative: str) -> None:
         if _hidden(relative):
@@ -166,7 +184,9 @@ def environment_options() -> dict[str, str]:
 
 
 def _spark_part(relative: str) -> bool:
-    return _SPARK_PART in relative.split("/")[:-1]
+    """Under ``queries/<query>/checkpoint/``: Spark's own, which Spark stores itself."""
+    parts = relative.split("/")
+    return len(parts) > 3 and parts[0] == "queries" and parts[2] == _SPARK_PART
 
 
 def _hidden(relative: str) -> bool:
