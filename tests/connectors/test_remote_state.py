@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 from arroyo.connectors.runtime.remote_state import RemoteState, RemoteStateError
 from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
+from arroyo.program.spec import PipelineProgram
 from arroyo.testing.s3 import S3Server
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]
@@ -41,6 +42,26 @@ def _script(out: Path) -> str:
 
 def _options(server: S3Server) -> dict[str, str]:
     return {k.removeprefix("storage."): v for k, v in server.storage_options().items()}
+
+
+def _runner(
+    spark: SparkSession,
+    program: PipelineProgram,
+    local: Path,
+    url: str,
+    server: S3Server,
+    stop_after_batches: int | None = None,
+) -> PipelineRunner:
+    """A run of ``program`` whose state is at ``url``, worked on in ``local``."""
+    remote = RemoteState(url, local, _options(server))
+    return PipelineRunner(
+        spark,
+        program,
+        local,
+        max_records_per_batch=150,
+        stop_after_batches=stop_after_batches,
+        remote=remote,
+    )
 
 
 def _keys(server: S3Server, prefix: str) -> list[str]:
@@ -67,14 +88,7 @@ def test_a_pipeline_resumes_from_its_state_on_s3_in_another_directory(
     out = tmp_path / "out"
     first_dir, second_dir = tmp_path / "machine-a", tmp_path / "machine-b"
     program = spark_planner(spark, state_dir=first_dir).plan(_script(out))
-    first = PipelineRunner(
-        spark,
-        program,
-        first_dir,
-        max_records_per_batch=150,
-        stop_after_batches=2,
-        remote=RemoteState(url, first_dir, _options(s3_server)),
-    )
+    first = _runner(spark, program, first_dir, url, s3_server, stop_after_batches=2)
     first.start()
     assert not first.wait(timeout=300), "the first run ended before its stop"
     shutil.rmtree(first_dir)  # the first machine is gone
@@ -85,13 +99,7 @@ def test_a_pipeline_resumes_from_its_state_on_s3_in_another_directory(
     assert any(k.endswith("/sink/sink_id") for k in listing), listing
 
     program = spark_planner(spark, state_dir=second_dir).plan(_script(out))
-    second = PipelineRunner(
-        spark,
-        program,
-        second_dir,
-        max_records_per_batch=150,
-        remote=RemoteState(url, second_dir, _options(s3_server)),
-    )
+    second = _runner(spark, program, second_dir, url, s3_server)
     second.start()
     assert second.wait(timeout=300), "the resumed run did not finish"
     rows = _rows(out)

@@ -34,6 +34,7 @@ from arroyo.connectors.filesystem.rolling import split_file
 from arroyo.connectors.filesystem.store import SinkStore
 from arroyo.connectors.runtime.remote_state import durable
 from arroyo.connectors.runtime.sinks import batch_in_flight, consume, error_summary, sink_id
+from arroyo.errors import ArroyoError
 from arroyo.formats import JsonOptions, ParquetOptions, parse_format_options
 from arroyo.formats.codec import encode
 from arroyo.program.names import EVENT_TIME
@@ -96,8 +97,8 @@ class BatchFiles:
                 return
             try:
                 self._write(df, batch_id)
-            except ConnectorError:
-                raise
+            except ArroyoError:
+                raise  # named already (the sink's own errors, its state's store)
             except Exception as err:
                 # Spark's or the store's error, with where the files were going: an object
                 # store's message names neither the endpoint nor, often, the bucket.

@@ -23,6 +23,8 @@ import os
 import posixpath
 import shutil
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -86,7 +88,7 @@ class RemoteState:
     def restore(self) -> None:
         """Bring the stored state into the local directory (overwriting what is there), then
         store what only the local directory has (written while the pipeline was planned)."""
-        try:
+        with self._naming("restore the pipeline's state from"):
             self._check_bucket()
             stored = [f for f in self.store.files() if not _spark_part(f)]
             for relative in stored:
@@ -101,10 +103,6 @@ class RemoteState:
                 relative = path.relative_to(self.local).as_posix()
                 if relative not in known and not _spark_part(relative):
                     self._upload(path, relative)
-        except OSError as err:
-            raise RemoteStateError(
-                f"cannot restore the pipeline's state from {self.location.describe()}: {err}"
-            ) from err
 
     def _check_bucket(self) -> None:
         from pyarrow import fs as pafs
@@ -120,21 +118,13 @@ class RemoteState:
 
     def clear(self) -> None:
         """Remove the stored state: a run starting from nothing must not resume from it."""
-        try:
+        with self._naming("clear the pipeline's state in"):
             self._check_bucket()
             self.store.delete_dir("")
-        except OSError as err:
-            raise RemoteStateError(
-                f"cannot clear the pipeline's state in {self.location.describe()}: {err}"
-            ) from err
 
     def push(self, path: Path) -> None:
-        try:
+        with self._naming("store the pipeline's state in"):
             self._push(path)
-        except OSError as err:
-            raise RemoteStateError(
-                f"cannot store the pipeline's state in {self.location.describe()}: {err}"
-            ) from err
 
     def _push(self, path: Path) -> None:
         relative = path.relative_to(self.local).as_posix()
@@ -148,14 +138,17 @@ class RemoteState:
 
     def delete(self, path: Path) -> None:
         relative = path.relative_to(self.local).as_posix()
-        try:
+        with self._naming(f"remove '{relative}' of the pipeline's state in"):
             self.store.delete(relative)
             self.store.delete_dir(relative)
+
+    @contextmanager
+    def _naming(self, what: str) -> Iterator[None]:
+        """The store's errors as RemoteStateError, naming the bucket and the endpoint."""
+        try:
+            yield
         except OSError as err:
-            raise RemoteStateError(
-                f"cannot remove '{relative}' of the pipeline's state in "
-                f"{self.location.describe()}: {err}"
-            ) from err
+            raise RemoteStateError(f"cannot {what} {self.location.describe()}: {err}") from err
 
     def _upload(self, path: Path, relative: str) -> None:
         if _hidden(relative):
