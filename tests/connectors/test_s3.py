@@ -5,7 +5,6 @@ sees each row once, and wrong credentials or a missing bucket fail naming where 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError
 from arroyo.testing.s3 import S3Server
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]
 
@@ -173,10 +173,9 @@ def test_a_server_that_goes_away_fails_the_run_and_the_resumed_run_loses_nothing
     runner = PipelineRunner(spark, spark_planner(spark, state_dir=state).plan(script), state)
     runner.start()
     try:
-        deadline = time.monotonic() + 120
-        while not _listed(s3_server, s3_bucket, "out"):
-            assert time.monotonic() < deadline, "no files before the server went away"
-            time.sleep(0.2)
+        wait_until(
+            "files before the server goes away", lambda: _listed(s3_server, s3_bucket, "out"), 120
+        )
         s3_server.kill()
         with pytest.raises(JobFailedError) as failed:
             runner.wait(timeout=300)

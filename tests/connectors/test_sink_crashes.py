@@ -25,6 +25,7 @@ from deltalake.exceptions import TableNotFoundError
 from pyiceberg.table import StaticTable
 
 from arroyo.testing.s3 import S3Server
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.s3]
 
@@ -126,12 +127,15 @@ def test_kill_9_leaves_each_row_once_for_a_plain_reader(
                 ]
 
             before = counts()
-            deadline = time.monotonic() + 180
-            while run.poll() is None and any(
-                now <= then < ROWS for now, then in zip(counts(), before, strict=True)
-            ):
-                assert time.monotonic() < deadline, f"no new rows (seed {seed})"
-                time.sleep(0.5)
+
+            def written(run: subprocess.Popen[bytes] = run, before: list[int] = before) -> bool:
+                if run.poll() is not None:
+                    return True
+                return not any(now <= t < ROWS for now, t in zip(counts(), before, strict=True))
+
+            wait_until(f"new rows in every sink (seed {seed})", written, 180, interval=0.5)
+            # The kill lands at a random point of the following batches (seeded): a chaos
+            # schedule, not a wait for a condition.
             time.sleep(rng.uniform(0.0, 2.5))
         finally:
             with contextlib.suppress(ProcessLookupError):  # it may have ended by itself
