@@ -161,8 +161,10 @@ def test_a_missing_bucket_fails_naming_it(
 def test_a_server_that_goes_away_fails_the_run_and_the_resumed_run_loses_nothing(
     spark: SparkSession, tmp_path: Path, s3_server: S3Server, s3_bucket: str
 ) -> None:
+    # 15 s of events: Spark's rate source catches up in one batch after a slow start, so the
+    # run must last well past its first file for the server to go away in the middle of it.
     script = (
-        "CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '2000', "
+        "CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '800', "
         "message_count = '12000');\n"
         "CREATE TABLE out (n BIGINT) WITH (connector = 'filesystem', "
         f"path = 's3://{s3_bucket}/out', format = 'json', type = 'sink'"
