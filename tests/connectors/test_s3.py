@@ -17,6 +17,7 @@ from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError
 from arroyo.testing.s3 import S3Server
+from tests.connectors.uploads import pending_uploads
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]
@@ -82,8 +83,31 @@ def test_a_sink_writes_each_row_once_to_a_bucket(
     assert {k.split("/")[2] for k in keys} == {"k=0", "k=1", "k=2"}, keys
     rows = _rows(s3_server, keys)
     assert sorted(r["n"] for r in rows) == list(range(300))
-    # What Spark staged is gone once the batches committed.
-    assert not [k for k in _all_keys(s3_server, s3_bucket) if "/_staging/" in k]
+    # What Spark wrote is whole and in place once the batches committed: no magic directory
+    # left, no upload pending.
+    assert not [k for k in _all_keys(s3_server, s3_bucket) if "/_" in k]
+    assert pending_uploads(s3_server, s3_bucket, "out/") == []
+
+
+def test_a_batch_without_rows_leaves_no_file_in_a_bucket(
+    spark: SparkSession, tmp_path: Path, s3_server: S3Server, s3_bucket: str
+) -> None:
+    # Batches of 100: only the first has rows. Spark's first task writes a file all the same
+    # (a Parquet file without rows); the sink aborts its upload.
+    script = (
+        _IMPULSE + f"CREATE TABLE out (n BIGINT) WITH (connector = 'filesystem', "
+        f"path = 's3://{s3_bucket}/out', format = 'parquet', type = 'sink'"
+        f"{s3_server.with_clause()});\n"
+        "INSERT INTO out SELECT counter AS n FROM impulse WHERE counter < 100;"
+    )
+    _run(spark, tmp_path, script, batch_rows=100)
+    keys = _listed(s3_server, s3_bucket, "out")
+    fs = s3_server.filesystem()
+    for key in keys:
+        with fs.open_input_file(key) as f:
+            assert pq.read_metadata(f).num_rows > 0, f"{key} has no rows"
+    assert sorted(r["n"] for r in _rows(s3_server, keys)) == list(range(100))
+    assert pending_uploads(s3_server, s3_bucket, "out/") == []
 
 
 def _all_keys(server: S3Server, bucket: str) -> list[str]:

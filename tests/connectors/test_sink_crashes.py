@@ -25,6 +25,7 @@ from deltalake.exceptions import TableNotFoundError
 from pyiceberg.table import StaticTable
 
 from arroyo.testing.s3 import S3Server
+from tests.connectors.uploads import pending_uploads
 from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.s3]
@@ -157,5 +158,7 @@ def test_kill_9_leaves_each_row_once_for_a_plain_reader(
     expected = list(range(ROWS))
     assert sorted(_local_rows(out)) == expected, f"seed {seed}"
     assert sorted(_bucket_rows(s3_server, s3_bucket)) == expected, f"seed {seed}"
+    # The uploads the kills cut short were aborted when their batches were replayed.
+    assert pending_uploads(s3_server, s3_bucket, "out/") == [], f"seed {seed}"
     assert sorted(_delta_rows(lake)) == expected, f"seed {seed}"
     assert sorted(_iceberg_rows(warehouse)) == expected, f"seed {seed}"

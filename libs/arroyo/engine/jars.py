@@ -12,7 +12,8 @@ progress report no longer fails on the first batch after a restart (SPARK-55271,
 token provider and the Avro connector have no build past 4.1.1 on Maven Central, and within a
 patch line the data source APIs they use do not change. hadoop-aws is pyspark's Hadoop version.
 
-Our Java is compiled with the JDK's ``javac`` against pyspark's jars, at setup or at the first
+Our Java is compiled with the JDK's ``javac`` against pyspark's jars and the resolved ones
+(hadoop-aws: the S3A commit operations), at setup or at the first
 session after its sources change, into a jar named by the sources' hash (so a stale build is
 never loaded). A local session puts these jars on its JVM's class path (its executors run
 inside it); a session on a Spark master ships them to its executors (``spark.jars``).
@@ -219,7 +220,8 @@ def arroyo_jar() -> Path:
         classes = Path(tmp) / "classes"
         command = [
             javac, "-nowarn", "-Xlint:none", "--release", "17", "-encoding", "UTF-8",
-            "-d", str(classes), "-cp", str(_pyspark_jars() / "*"), *map(str, sources),
+            "-d", str(classes), "-cp", f"{_pyspark_jars() / '*'}{os.pathsep}{jar_dir() / '*'}",
+            *map(str, sources),
         ]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         if done.returncode != 0:

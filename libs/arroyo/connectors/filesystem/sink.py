@@ -9,12 +9,15 @@ ask for a file to close sooner than that, so they are met whenever the query's t
 interval is shorter (it is a second by default). Names are deterministic in the batch and the
 file's place in it, so a replay writes the same names.
 
-Local disk and S3 alike (arroyo.connectors.filesystem.store): Spark writes the staging files
-through Hadoop (S3A on S3), the driver moves them into place. On S3 a move is a server-side
-copy: each object appears whole; a batch's objects are copied together."""
+On local disk (arroyo.connectors.filesystem.store) Spark writes the staging files and the
+driver renames them into place. On S3 a move is a server-side copy, so there Spark writes each
+file straight to its key as a multipart upload that the driver completes when the batch
+commits (arroyo.connectors.filesystem.uploads); only a rolling size, which has the driver cut
+the files, or ``uuid`` names, which number the files in order, take the staged way there."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -32,6 +35,7 @@ from arroyo.connectors.filesystem.options import FilesystemOptions
 from arroyo.connectors.filesystem.partitions import partition_levels
 from arroyo.connectors.filesystem.rolling import split_file
 from arroyo.connectors.filesystem.store import SinkStore
+from arroyo.connectors.filesystem.uploads import NAME_OPTION, BatchUploads, magic_dir
 from arroyo.connectors.runtime.remote_state import durable
 from arroyo.connectors.runtime.sinks import batch_in_flight, consume, error_summary, sink_id
 from arroyo.errors import ArroyoError
@@ -107,26 +111,30 @@ class BatchFiles:
                     f"{self.store.location.describe()}: {error_summary(err)}"
                 ) from err
 
+    @functools.cached_property
+    def uploads(self) -> bool:
+        """Whether batches go to S3 as pending uploads (``uploads``) rather than staged and
+        moved: where every name is known before the files are (not ``uuid``, which numbers a
+        batch's files in order) and no rolling size has the driver cut them."""
+        location = self.store.location
+        return (
+            location.scheme == "s3"
+            and self.options.strategy != "uuid"
+            and self.options.file_size is None
+        )
+
     def _write(self, df: DataFrame, batch_id: int) -> None:
+        if self.uploads:
+            self._upload(df, batch_id)
+            return
         staging = f"{STAGING_DIR}/{self.sink_id}-{batch_id}"
         store = self.store
         store.delete_dir(staging)
         self._stage(df, store.uri(staging))
         self._remove_placed(batch_id)
         moves = self._placements(staging, batch_id)
-        taken = [target for _, target in moves if store.exists(target)]
-        if taken:
-            # Not this sink's (its own were removed above): another pipeline's, or a run's
-            # before this one started afresh. Replacing it would lose that data.
-            raise ConnectorError(
-                f"sink '{self.table.name}': {store.uri(taken[0])} exists and is not this "
-                f"pipeline's (filename.strategy = '{self.options.strategy}' names files by "
-                "batch alone; write to a fresh path or use the default names or 'uuid')"
-            )
-        _write_atomically(
-            self.placing_file,
-            json.dumps({"batch": batch_id, "files": [target for _, target in moves], "rel": 1}),
-        )
+        self._refuse_taken([target for _, target in moves])
+        self._placing(batch_id, [target for _, target in moves])
         if store.location.local or len(moves) < 2:
             for source, target in moves:
                 store.move(source, target)
@@ -134,12 +142,61 @@ class BatchFiles:
             # On S3 a move is a server-side copy: the copies of a batch's files go together.
             with ThreadPoolExecutor(max_workers=min(8, len(moves))) as pool:
                 list(pool.map(lambda m: store.move(*m), moves))
-        _write_atomically(self.committed_file, str(batch_id))
-        self._committed = batch_id
+        self._commit(batch_id)
         store.delete_dir(staging)
 
-    def _stage(self, df: DataFrame, staging: str) -> None:
-        """The batch's rows as files under ``staging`` (one directory per partition)."""
+    def _upload(self, df: DataFrame, batch_id: int) -> None:
+        store = self.store
+        batch = BatchUploads(df, store.uri(magic_dir(self.sink_id, batch_id)))
+        template = self._name(batch_id, "{n}")
+        names = template.split("{n}")[0]
+        batch.abort_leftovers(store.uri(""), names)
+        self._remove_placed(batch_id)
+        frame = df if self.options.partitioned else batch.observed(df)
+        try:
+            batch.write(lambda into: self._stage(frame, into, {NAME_OPTION: template}))
+        except BaseException:
+            # A failed or interrupted write (the end of a bounded run stops a batch in
+            # flight): its uploads would otherwise stay pending, stored and billed, until
+            # the batch is replayed, and a run that ends is not replayed.
+            with contextlib.suppress(Exception):
+                batch.abort_leftovers(store.uri(""), names)
+            raise
+        root = store.uri("") + "/"
+        uploads = batch.destinations()
+        dropped = []
+        if batch.first_task_empty():
+            dropped = [u for u in uploads if u == root + template.replace("{n}", "00000")]
+        targets = [u.removeprefix(root) for u in uploads if u not in dropped]
+        self._refuse_taken(targets)
+        self._placing(batch_id, targets)
+        batch.complete(dropped)
+        self._commit(batch_id)
+
+    def _refuse_taken(self, targets: list[str]) -> None:
+        taken = [target for target in targets if self.store.exists(target)]
+        if taken:
+            # Not this sink's (its own were removed above): another pipeline's, or a run's
+            # before this one started afresh. Replacing it would lose that data.
+            raise ConnectorError(
+                f"sink '{self.table.name}': {self.store.uri(taken[0])} exists and is not this "
+                f"pipeline's (filename.strategy = '{self.options.strategy}' names files by "
+                "batch alone; write to a fresh path or use the default names or 'uuid')"
+            )
+
+    def _placing(self, batch_id: int, targets: list[str]) -> None:
+        """The files the batch is about to place, recorded first: a replay removes them."""
+        _write_atomically(
+            self.placing_file, json.dumps({"batch": batch_id, "files": targets, "rel": 1})
+        )
+
+    def _commit(self, batch_id: int) -> None:
+        _write_atomically(self.committed_file, str(batch_id))
+        self._committed = batch_id
+
+    def _stage(self, df: DataFrame, staging: str, options: dict[str, str] | None = None) -> None:
+        """The batch's rows as files under ``staging`` (one directory per partition), with
+        the write's ``options``."""
         opts = self.options
         frame = df
         partition: list[str] = []
@@ -165,6 +222,8 @@ class BatchFiles:
                 writer = writer.option("compression", "gzip")
         if partition:
             writer = writer.partitionBy(*partition)
+        for key, value in (options or {}).items():
+            writer = writer.option(key, value)
         # Staging is the sink's own hidden directory, placed from only once Spark's write has
         # returned: tasks commit straight into it (algorithm 2) rather than into a job
         # directory renamed again at job commit, which on S3 is one copy of every file less,
@@ -192,7 +251,7 @@ class BatchFiles:
                 index += 1
         return moves
 
-    def _name(self, batch_id: int, index: int) -> str:
+    def _name(self, batch_id: int, index: int | str) -> str:
         """A file's name: ``filename.prefix`` (default ``part``), then by the strategy the
         sink's id, the batch and the file's number (default), the batch and the number
         (``serial``), or a UUID made from all three (``uuid``); then ``filename.suffix`` or
@@ -203,9 +262,10 @@ class BatchFiles:
             name = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{self.sink_id}/{batch_id}/{index}"))
             return f"{opts.prefix}-{name}{suffix}" if opts.prefix else f"{name}{suffix}"
         prefix = opts.prefix or "part"
+        number = f"{index:05d}" if isinstance(index, int) else index
         if opts.strategy == "serial":
-            return f"{prefix}-{batch_id:010d}-{index:05d}{suffix}"
-        return f"{prefix}-{self.sink_id}-{batch_id:010d}-{index:05d}{suffix}"
+            return f"{prefix}-{batch_id:010d}-{number}{suffix}"
+        return f"{prefix}-{self.sink_id}-{batch_id:010d}-{number}{suffix}"
 
     def _suffix(self) -> str:
         if self.parquet:

@@ -1,0 +1,87 @@
+"""The filesystem sink's way on S3: Spark writes each file straight to its final key as a
+multipart upload left pending, and the driver completes a batch's uploads when it commits the
+batch. No reader sees a file before its batch commits, and nothing is copied: a staged batch's
+move into place is a server-side copy of every file on S3.
+
+Spark writes under an S3A "magic" directory, ``__magic_job-<sink>-<batch>/__base/``, hidden
+from readers by its leading '_': S3A turns each file created there into an upload to the same
+path without the magic part, pending, with its parts recorded beside it (``.pending``).
+Spark's files are named by the sink (``arroyo.files.NamedFilesProtocol``: the batch's name,
+numbered by the task that wrote it), and the driver completes or aborts the uploads
+(``arroyo.files.PendingUploads``).
+
+Spark's first task writes a file even when it has no rows (for a format's schema); the batch
+observes its lowest task with rows, and that file's upload is aborted when the first task had
+none, so a batch without rows leaves no file, as on local disk."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql import DataFrame, Observation
+from pyspark.sql import functions as F
+
+PROTOCOL = "arroyo.files.NamedFilesProtocol"
+_PROTOCOL_CONF = "spark.sql.sources.commitProtocolClass"
+NAME_OPTION = "arroyo.files.name"
+
+
+def magic_dir(sink_id: str, batch_id: int) -> str:
+    """The batch's magic directory, relative to the sink's."""
+    return f"__magic_job-{sink_id}-{batch_id}"
+
+
+class BatchUploads:
+    """One batch's uploads under ``magic`` (its URI, ``s3a://...``)."""
+
+    def __init__(self, df: DataFrame, magic: str) -> None:
+        self.session = df.sparkSession
+        jvm: Any = self.session.sparkContext._jvm
+        self._uploads = jvm.arroyo.files.PendingUploads
+        self.magic = magic
+        self._observed: Observation | None = None
+
+    def abort_leftovers(self, directory: str, names: str) -> None:
+        """Uploads an attempt of this batch cut short left pending (its files in ``directory``
+        all named starting ``names``): aborted, never to appear."""
+        self._uploads.abort(self.magic, directory, names)
+
+    def observed(self, frame: DataFrame) -> DataFrame:
+        """``frame`` observing its lowest task with rows, to write in place of it."""
+        self._observed = Observation()
+        return frame.observe(self._observed, F.min(F.spark_partition_id()).alias("first"))
+
+    def write(self, save: Callable[[str], None]) -> None:
+        """Runs ``save`` (Spark's write, given the directory to write into) with Spark's
+        files named by the sink and left pending."""
+        conf = self.session.conf
+        before = conf.get(_PROTOCOL_CONF, None)
+        # The query's own session (foreachBatch's batch runs in the stream's clone), so the
+        # other queries' writes keep Spark's protocol.
+        conf.set(_PROTOCOL_CONF, PROTOCOL)
+        try:
+            save(f"{self.magic}/__base")
+        finally:
+            if before is None:
+                conf.unset(_PROTOCOL_CONF)
+            else:
+                conf.set(_PROTOCOL_CONF, before)
+
+    def destinations(self) -> list[str]:
+        """Where the pending uploads go (``s3a://bucket/key``), in name order."""
+        return sorted(str(uri) for uri in self._uploads.list(self.magic))
+
+    def first_task_empty(self) -> bool:
+        if self._observed is None:
+            return False
+        first = self._observed.get.get("first")
+        return first is None or int(first) > 0
+
+    def complete(self, dropped: list[str]) -> None:
+        """Completes every pending upload but those to ``dropped`` (aborted), together."""
+        gateway: Any = self.session.sparkContext._gateway
+        array = gateway.new_array(gateway.jvm.java.lang.String, len(dropped))
+        for i, uri in enumerate(dropped):
+            array[i] = uri
+        self._uploads.complete(self.magic, array)
