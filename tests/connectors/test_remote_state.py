@@ -162,3 +162,41 @@ def test_arroyo_run_keeps_its_state_in_a_bucket(
     assert refused.returncode == 1
     assert "error[state_location]" in refused.stderr
     assert "bucket 'no-such-bucket'" in refused.stderr and endpoint in refused.stderr
+
+
+def test_a_directory_cut_short_while_stored_is_not_restored(
+    tmp_path: Path, s3_server: S3Server, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stage's batch directory is durable once whole: one whose upload a crash cut short
+    # (its writer never went on) must not come back as if it were.
+    url = f"s3://{s3_bucket}/cut"
+    first = tmp_path / "first"
+    whole, cut = first / "stages" / "s" / "1", first / "stages" / "s" / "2"
+    for directory in (whole, cut):
+        directory.mkdir(parents=True)
+        (directory / "a.json").write_text("a\n")
+        (directory / "b.json").write_text("b\n")
+    remote = RemoteState(url, first, _options(s3_server))
+    remote.push(whole)
+    upload = RemoteState._upload
+    done: list[str] = []
+
+    def crash_after_one(self: RemoteState, path: Path, relative: str) -> None:
+        if done:
+            raise OSError("the machine went away")
+        done.append(relative)
+        upload(self, path, relative)
+
+    monkeypatch.setattr(RemoteState, "_upload", crash_after_one)
+    with pytest.raises(RemoteStateError):
+        remote.push(cut)
+    monkeypatch.undo()
+    assert done == ["stages/s/2/a.json"]  # half of it was in the bucket
+
+    second = tmp_path / "second"
+    RemoteState(url, second, _options(s3_server)).restore()
+    assert sorted(p.name for p in (second / "stages" / "s" / "1").iterdir()) == [
+        "a.json",
+        "b.json",
+    ]
+    assert not (second / "stages" / "s" / "2").exists()

@@ -33,6 +33,9 @@ from arroyo.errors import ArroyoError, ErrorDomain
 
 # Spark's own part of a pipeline's state: never mirrored, Spark writes it to the store itself.
 _SPARK_PART = "checkpoint"
+# In a directory being stored, until its last file is: a directory that still has it after a
+# crash was never durable (its writer had not gone on), and is not restored.
+_INCOMPLETE = "_arroyo_incomplete"
 
 _lock = threading.Lock()
 _attached: dict[Path, RemoteState] = {}
@@ -91,6 +94,12 @@ class RemoteState:
         with self._naming("restore the pipeline's state from"):
             self._check_bucket()
             stored = [f for f in self.store.files() if not _spark_part(f)]
+            incomplete = {
+                posixpath.dirname(f) for f in stored if posixpath.basename(f) == _INCOMPLETE
+            }
+            for directory in sorted(incomplete):
+                self.store.delete_dir(directory)
+            stored = [f for f in stored if not _under_any(f, incomplete)]
             for relative in stored:
                 target = self.local / relative
                 target.parent.mkdir(parents=True, exist_ok=True)
@@ -129,8 +138,13 @@ class RemoteState:
     def _push(self, path: Path) -> None:
         relative = path.relative_to(self.local).as_posix()
         if path.is_dir():
+            # Object stores have no atomic directories: marked incomplete until whole.
+            marker = posixpath.join(relative, _INCOMPLETE)
+            with self.store.write(marker):
+                pass
             for child in sorted(p for p in path.rglob("*") if p.is_file()):
                 self._upload(child, child.relative_to(self.local).as_posix())
+            self.store.delete(marker)
         elif path.exists():
             self._upload(path, relative)
         else:
@@ -180,6 +194,10 @@ def _spark_part(relative: str) -> bool:
     """Under ``queries/<query>/checkpoint/``: Spark's own, which Spark stores itself."""
     parts = relative.split("/")
     return len(parts) > 3 and parts[0] == "queries" and parts[2] == _SPARK_PART
+
+
+def _under_any(relative: str, directories: set[str]) -> bool:
+    return any(relative.startswith(d + "/") for d in directories)
 
 
 def _hidden(relative: str) -> bool:
