@@ -200,3 +200,41 @@ def test_a_directory_cut_short_while_stored_is_not_restored(
         "b.json",
     ]
     assert not (second / "stages" / "s" / "2").exists()
+
+
+def test_a_stage_between_queries_is_consumed_in_the_bucket_too(
+    spark: SparkSession, tmp_path: Path, s3_server: S3Server, s3_bucket: str
+) -> None:
+    # The stage's reader runs in a process Spark starts for Python data sources: what it
+    # consumed is marked, and removed, in the bucket as on the local disk.
+    url = f"s3://{s3_bucket}/pipelines/staged"
+    local = tmp_path / "work"
+    script = (
+        "CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '1000000', "
+        "message_count = '300');\n"
+        "CREATE TABLE out WITH (connector = 'blackhole');\n"
+        "CREATE VIEW inner_agg AS SELECT counter % 3 AS k, count(*) AS v FROM impulse "
+        "GROUP BY 1 HAVING count(*) > 2;\n"
+        "INSERT INTO out SELECT sum(v) AS total FROM inner_agg;"
+    )
+    program = spark_planner(spark, state_dir=local).plan(script)
+    assert any(s.connector == "__stage" for s in program.sources), "no stage to test"
+    runner = _runner(spark, program, local, url, s3_server)
+    runner.start()
+    assert runner.wait(timeout=300), "the run did not finish"
+    keys = _keys(s3_server, f"{s3_bucket}/pipelines/staged")
+    marks = [k for k in keys if k.endswith("/_consumed")]
+    assert marks, [k for k in keys if "/checkpoint/" not in k]
+    fs = s3_server.filesystem()
+    for mark in marks:
+        with fs.open_input_stream(mark) as f:
+            consumed = int(f.read().decode())
+        stage = mark.removesuffix("/_consumed")
+        left = {
+            k.removeprefix(stage + "/").split("/")[0]
+            for k in keys
+            if k.startswith(stage + "/batch-")
+        }
+        assert not [b for b in left if int(b.removeprefix("batch-")) <= consumed], (
+            f"consumed up to {consumed}, still in the bucket: {sorted(left)}"
+        )

@@ -19,6 +19,7 @@ that is only local."""
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 import shutil
@@ -39,6 +40,9 @@ _INCOMPLETE = "_arroyo_incomplete"
 
 _lock = threading.Lock()
 _attached: dict[Path, RemoteState] = {}
+# States attached in another process of the pipeline, found by their mark.
+_found: dict[Path, RemoteState] = {}
+_MARK = ".arroyo-remote-state.json"
 
 
 class RemoteStateError(ArroyoError):
@@ -62,6 +66,7 @@ class RemoteState:
         from arroyo.connectors.filesystem.store import SinkStore
 
         options = storage_options if storage_options is not None else environment_options()
+        self.options = options
         try:
             self.location: Location = parse_location(url, options)
         except StorageError as err:
@@ -213,15 +218,26 @@ def is_remote(location: str) -> bool:
 
 
 def attach(remote: RemoteState) -> None:
-    """Write the state under ``remote.local`` through to ``remote`` from now on."""
+    """Write the state under ``remote.local`` through to ``remote`` from now on, in this
+    process and in the processes Spark starts for our Python data sources (a stage reader
+    removes the batches it consumed from its own): they find it by a mark in the directory,
+    readable by its owner alone (it holds the store's credentials), never stored."""
     with _lock:
         _attached[remote.local] = remote
+    remote.local.mkdir(parents=True, exist_ok=True)
+    mark = remote.local / _MARK
+    partial = mark.with_name(f"{_MARK}.tmp")
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump({"url": remote.url, "options": remote.options}, f)
+    os.replace(partial, mark)
 
 
 def detach(remote: RemoteState) -> None:
     with _lock:
         if _attached.get(remote.local) is remote:
             del _attached[remote.local]
+    (remote.local / _MARK).unlink(missing_ok=True)
 
 
 def _owner(path: Path) -> RemoteState | None:
@@ -230,7 +246,23 @@ def _owner(path: Path) -> RemoteState | None:
         for root, remote in _attached.items():
             if absolute == root or root in absolute.parents:
                 return remote
+    for root in (absolute, *absolute.parents):
+        if (root / _MARK).is_file():
+            return _marked(root)
     return None
+
+
+def _marked(root: Path) -> RemoteState | None:
+    """The state attached at ``root`` in another process (its mark), kept for this one."""
+    try:
+        mark = json.loads((root / _MARK).read_text())
+    except (OSError, ValueError):
+        return None  # detached meanwhile
+    with _lock:
+        known = _found.get(root)
+        if known is None or known.url != mark["url"]:
+            known = _found[root] = RemoteState(mark["url"], root, mark["options"])
+        return known
 
 
 def durable(path: Path) -> None:

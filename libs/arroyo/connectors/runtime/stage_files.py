@@ -5,6 +5,7 @@ Layout of a stage's directory::
 
     batch-<id>/part-*.parquet   the rows of the writing query's micro-batch <id>, committed
     batch-<id>/changes.jsonl    or its change records (a stage of an updating result)
+    batch-<id>/_written         and when they were written (their time)
     .tmp-<id>/                  a batch being written (renamed to batch-<id> when whole)
     _consumed                   the last batch the reading query committed (its files removed)
     _end                        the writing query's input has ended: no batch comes after
@@ -40,6 +41,8 @@ END = "_end"
 # ``_source_time``.
 _CONTROL = "`_source_time` TIMESTAMP, `_eoi` BOOLEAN"
 LINES_FILE = "changes.jsonl"
+# When a batch of change records was written (microseconds): their time.
+WRITTEN_FILE = "_written"
 _CHUNK_ROWS = 65_536
 
 
@@ -157,7 +160,10 @@ class _StageReader(DataSourceStreamReader):
         """Change records, one per line. Their time is when their batch was written (the
         records carry none), the same on every read of it."""
         lines = [ln for ln in path.read_bytes().split(b"\n") if ln.strip()]
-        written = int(path.parent.stat().st_mtime * 1_000_000)
+        try:
+            written = int((path.parent / WRITTEN_FILE).read_text())
+        except FileNotFoundError:  # a stage written before the time was kept with it
+            written = int(path.parent.stat().st_mtime * 1_000_000)
         time_type = self.arrow_schema.field("_source_time").type
         for i in range(0, len(lines), _CHUNK_ROWS):
             chunk = lines[i : i + _CHUNK_ROWS]

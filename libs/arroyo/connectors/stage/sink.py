@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -12,7 +13,13 @@ from pyspark.sql import DataFrame
 
 from arroyo.connectors.runtime.remote_state import durable
 from arroyo.connectors.runtime.sinks import batch_in_flight, consume
-from arroyo.connectors.runtime.stage_files import END, LINES_FILE, batch_dir, consumed
+from arroyo.connectors.runtime.stage_files import (
+    END,
+    LINES_FILE,
+    WRITTEN_FILE,
+    batch_dir,
+    consumed,
+)
 
 
 def _handed_on(root: Path, batch_id: int) -> bool:
@@ -65,6 +72,9 @@ class StageLines:
             # this batch computes no changes again.
             shutil.rmtree(tmp)
             return
+        # Their time, kept with them: a directory's own time changes when it is restored
+        # from an object store on another machine.
+        (tmp / WRITTEN_FILE).write_text(str(time.time_ns() // 1000))
         os.replace(tmp, batch_dir(self.root, batch_id))
         durable(batch_dir(self.root, batch_id))
 
