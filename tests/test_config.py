@@ -170,3 +170,15 @@ def test_an_address_overrides_what_others_dial(tmp_path: Path) -> None:
         cwd=tmp_path,
     )
     assert config.node.dial() == "node-1:5118"
+
+
+def test_a_file_checkpoint_url_is_the_directory_it_names(tmp_path: Path) -> None:
+    env = {"ARROYO__CHECKPOINT_URL": "file:///srv/arroyo%20state/checkpoints"}
+    assert load_config(environ=env, cwd=tmp_path).checkpoint_url == (
+        "/srv/arroyo state/checkpoints"
+    )
+    env = {"ARROYO__CHECKPOINT_URL": "s3://bucket/checkpoints"}
+    assert load_config(environ=env, cwd=tmp_path).checkpoint_url == "s3://bucket/checkpoints"
+    with pytest.raises(ConfigError) as refused:
+        load_config(environ={"ARROYO__CHECKPOINT_URL": "file:relative"}, cwd=tmp_path)
+    assert "checkpoint_url" in str(refused.value) and "file:///path" in str(refused.value)

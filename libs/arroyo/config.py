@@ -13,8 +13,9 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import unquote, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from arroyo.errors import ArroyoError, ErrorDomain
 
@@ -126,6 +127,20 @@ class Config(_Section):
     worker: WorkerConfig = WorkerConfig()
     logging: LoggingConfig = LoggingConfig()
     tracing: TracingConfig = TracingConfig()
+
+    @field_validator("checkpoint_url")
+    @classmethod
+    def _local_url(cls, value: str | None) -> str | None:
+        """A ``file:`` URL (Arroyo's ``file:///path``) is the local directory it names; an
+        empty one is the default."""
+        if not value:
+            return None
+        if value.startswith("file:"):
+            path = unquote(urlsplit(value).path)
+            if not path.startswith("/"):
+                raise ValueError(f"'{value}' is not an absolute file URL (file:///path)")
+            return path
+        return value
 
     def database_url(self) -> str:
         """The database URL with a relative SQLite path resolved under data_dir."""

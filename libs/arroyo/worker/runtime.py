@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shutil
 import tempfile
 import time
 from collections.abc import Callable, Coroutine
@@ -141,7 +142,11 @@ class WorkerRuntime:
             # The job's state in an object store (checkpoint_url), worked on in a directory
             # of this worker's own.
             local = Path(tempfile.mkdtemp(prefix=f"arroyo-{self.identity.job_id}-"))
-            remote: RemoteState | None = RemoteState(state_dir, local)
+            try:
+                remote: RemoteState | None = RemoteState(state_dir, local)
+            except ArroyoError:
+                shutil.rmtree(local, ignore_errors=True)  # the execution never owned it
+                raise
         else:
             local, remote = Path(state_dir), None
         self.execution = Execution(
