@@ -511,7 +511,8 @@ class PipelineRunner:
                     self._await_progress(_POLL_SECONDS)
                     self._poll_progress()
             w.query.stop()
-        if not wait_for_batches(_GRACEFUL_STOP_SECONDS):
+        idle = wait_for_batches(_GRACEFUL_STOP_SECONDS)
+        if not idle:
             log.warning("sink_still_writing", waited_s=_GRACEFUL_STOP_SECONDS)
         self._poll_progress()
         self._catch_up_progress()
@@ -521,7 +522,9 @@ class PipelineRunner:
             conn = connector(name)
             assert conn is not None
             conn.release()
-        if self.remote is not None:
+        if self.remote is not None and idle:
+            # A sink still writing keeps writing its state through (detached, its last
+            # record would stay local, and the replay would find its files unaccounted for).
             detach(self.remote)
 
 
