@@ -7,10 +7,14 @@ the same S3 server (versitygw, arroyo.testing.s3):
 - ``iceberg_s3``: the iceberg sink in a Hadoop catalog on S3 / Iceberg's streaming sink
   (``toTable``) in the same catalog.
 
+For Parquet a third row shows the plain write in a Python foreachBatch function (``df.write``,
+neither exactly once for plain readers nor named per batch): what a sink that runs Python per
+micro-batch pays before doing anything of its own.
+
 Both sides read fixed-size micro-batches of the same generator (bench/side_by_side.py) and
 commit every batch; each runs twice, interleaved, after one unmeasured run, on fresh paths.
 
-    .venv/bin/python bench/storage.py [--batches 6] [--batch-rows 200000] [--paths ...]
+    .venv/bin/python bench/storage.py [--batches 20] [--batch-rows 200000] [--paths ...]
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
-from side_by_side import compare, hand_bids, header, print_rows
+from side_by_side import Measured, compare, hand_bids, header, measure, print_rows
 
 from arroyo.connectors.storage import configure, parse_location
 from arroyo.engine.catalog import spark_planner
@@ -93,9 +97,30 @@ def theirs(
     return [writer.format("iceberg").toTable(table)]
 
 
+def by_hand_foreach_batch(
+    spark: SparkSession, prefix: str, tmp: str, args: argparse.Namespace
+) -> list[StreamingQuery]:
+    """Each micro-batch appended to the directory by ``df.write`` in a Python foreachBatch
+    function: neither exactly once for plain readers nor named per batch, Spark's committer
+    renaming (on S3, copying) each file out of ``_temporary``."""
+    bids: DataFrame = hand_bids(spark, args).select(
+        F.col("bid.auction").alias("auction"),
+        F.col("bid.bidder").alias("bidder"),
+        F.col("bid.price").alias("price"),
+        F.col("bid.datetime").alias("datetime"),
+    )
+    target = parse_location(prefix).uri
+
+    def write(df: DataFrame, _batch: int) -> None:
+        df.write.mode("append").parquet(target)
+
+    writer = bids.writeStream.option("checkpointLocation", tempfile.mkdtemp(dir=tmp))
+    return [writer.trigger(processingTime="0 seconds").foreachBatch(write).start()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--batches", type=int, default=6)
+    parser.add_argument("--batches", type=int, default=20)
     parser.add_argument("--batch-rows", type=int, default=200_000)
     parser.add_argument("--rate", type=int, default=1_000_000, help="event time rate")
     parser.add_argument("--parallelism", type=int, default=2)
@@ -134,6 +159,19 @@ def main() -> None:
                 args.batches,
             )
             print_rows(path, 12, results, args.parallelism)
+            if path == "parquet_s3":
+                # The cost of a sink that is Python code per micro-batch (as ours is), apart
+                # from what the sink does: the plain write in a foreachBatch function.
+                by_batch = [
+                    measure(lambda: by_hand_foreach_batch(spark, fresh("fb"), tmp, args), n)
+                    for n in (2, args.batches, args.batches)
+                ][1:]
+                m = Measured.mean(by_batch)
+                print(
+                    f"{path:<12} {'pyspark, foreachBatch + df.write':<8} "
+                    f"{m.events_per_s:>12,.0f} {m.events_per_s / args.parallelism:>12,.0f} "
+                    f"{m.planning_ms:>12,.0f}"
+                )
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ from arroyo.connectors.filesystem.options import FilesystemOptions
 from arroyo.connectors.filesystem.partitions import partition_levels
 from arroyo.connectors.filesystem.rolling import split_file
 from arroyo.connectors.filesystem.store import SinkStore
-from arroyo.connectors.filesystem.uploads import NAME_OPTION, BatchUploads, magic_dir
+from arroyo.connectors.filesystem.uploads import NAME_OPTION, BatchUploads, magic_dir, sweep
 from arroyo.connectors.runtime.remote_state import durable
 from arroyo.connectors.runtime.sinks import batch_in_flight, consume, error_summary, sink_id
 from arroyo.errors import ArroyoError
@@ -71,6 +71,7 @@ class BatchFiles:
         self.state_dir = state_dir
         self.placing_file = state_dir / "placing.json"
         self._committed: int | None = None  # read from the state once, then kept here
+        self._attempted: set[int] = set()  # the batches this process began to upload
         spec = table.format
         fmt = parse_format_options(spec.name, spec.options) if spec is not None else None
         self.parquet = isinstance(fmt, ParquetOptions)
@@ -150,8 +151,15 @@ class BatchFiles:
         batch = BatchUploads(df, store.uri(magic_dir(self.sink_id, batch_id)))
         template = self._name(batch_id, "{n}")
         names = template.split("{n}")[0]
-        batch.abort_leftovers(store.uri(""), names)
-        self._remove_placed(batch_id)
+        # An earlier attempt of this batch ran in another process (this is the first batch
+        # this one writes) or failed in this one: what it left pending goes first.
+        earlier = not self._attempted or batch_id in self._attempted
+        if not self._attempted:
+            sweep(df, store.uri(""), self.sink_id, self.committed())
+        self._attempted.add(batch_id)
+        if earlier:
+            batch.abort_leftovers(store.uri(""), names)
+            self._remove_placed(batch_id)
         frame = df if self.options.partitioned else batch.observed(df)
         try:
             batch.write(lambda into: self._stage(frame, into, {NAME_OPTION: template}))
@@ -163,12 +171,15 @@ class BatchFiles:
                 batch.abort_leftovers(store.uri(""), names)
             raise
         root = store.uri("") + "/"
-        uploads = batch.destinations()
+        uploads = batch.pending()
         dropped = []
         if batch.first_task_empty():
             dropped = [u for u in uploads if u == root + template.replace("{n}", "00000")]
         targets = [u.removeprefix(root) for u in uploads if u not in dropped]
-        self._refuse_taken(targets)
+        if self.options.strategy is not None:
+            # The default names hold the sink's own id: only its own attempts (removed
+            # above) can have taken them.
+            self._refuse_taken(targets)
         self._placing(batch_id, targets)
         batch.complete(dropped)
         self._commit(batch_id)

@@ -41,6 +41,7 @@ class BatchUploads:
         self._uploads = jvm.arroyo.files.PendingUploads
         self.magic = magic
         self._observed: Observation | None = None
+        self._pending: Any = None
 
     def abort_leftovers(self, directory: str, names: str) -> None:
         """Uploads an attempt of this batch cut short left pending (its files in ``directory``
@@ -68,9 +69,10 @@ class BatchUploads:
             else:
                 conf.set(_PROTOCOL_CONF, before)
 
-    def destinations(self) -> list[str]:
-        """Where the pending uploads go (``s3a://bucket/key``), in name order."""
-        return sorted(str(uri) for uri in self._uploads.list(self.magic))
+    def pending(self) -> list[str]:
+        """Where the write's uploads go (``s3a://bucket/key``), in name order."""
+        self._pending = self._uploads.of(self.magic)
+        return sorted(str(uri) for uri in self._pending.destinations())
 
     def first_task_empty(self) -> bool:
         if self._observed is None:
@@ -84,4 +86,11 @@ class BatchUploads:
         array = gateway.new_array(gateway.jvm.java.lang.String, len(dropped))
         for i, uri in enumerate(dropped):
             array[i] = uri
-        self._uploads.complete(self.magic, array)
+        self._pending.complete(array)
+
+
+def sweep(df: DataFrame, directory: str, sink_id: str, committed: int) -> None:
+    """Removes the magic directories of the sink's committed batches under ``directory`` that
+    a crash left (their removal runs after the batch, in the background)."""
+    jvm: Any = df.sparkSession.sparkContext._jvm
+    jvm.arroyo.files.PendingUploads.sweep(directory, magic_dir(sink_id, 0)[:-1], committed)

@@ -27,26 +27,47 @@ import software.amazon.awssdk.services.s3.model.MultipartUpload;
  * one never appears.
  */
 public final class PendingUploads {
-  private PendingUploads() {}
+  // Removes the magic directories of completed batches, off the batch's critical path.
+  private static final ExecutorService CLEANER =
+      Executors.newSingleThreadExecutor(
+          r -> {
+            Thread t = new Thread(r, "arroyo-magic-cleaner");
+            t.setDaemon(true);
+            return t;
+          });
 
-  /** The destinations ({@code s3a://bucket/key}) of the uploads pending under {@code magic}. */
-  public static String[] list(String magic) throws IOException {
+  private final String magic;
+  private final CommitOperations ops;
+  private final List<SinglePendingCommit> commits;
+
+  private PendingUploads(String magic) throws IOException {
+    this.magic = magic;
+    this.ops = operations(magic);
+    this.commits = load(magic);
+  }
+
+  /** The uploads a batch's write left pending under {@code magic}. */
+  public static PendingUploads of(String magic) throws IOException {
+    return new PendingUploads(magic);
+  }
+
+  /** Their destinations ({@code s3a://bucket/key}). */
+  public String[] destinations() {
     List<String> found = new ArrayList<>();
-    for (SinglePendingCommit commit : load(magic)) {
+    for (SinglePendingCommit commit : commits) {
       found.add(destination(commit));
     }
     return found.toArray(new String[0]);
   }
 
   /**
-   * Completes the uploads pending under {@code magic}, except those to {@code dropped}
-   * (destinations as {@link #list} gives them), which are aborted; then deletes {@code magic}.
-   * A batch's uploads are completed together, each one request.
+   * Completes the uploads, except those to {@code dropped} (destinations as {@link
+   * #destinations} gives them), which are aborted; a batch's uploads are completed together,
+   * each one request. Their magic directory is removed in the background: it holds nothing a
+   * reader sees, and one a crash left is removed by {@link #sweep}.
    */
-  public static void complete(String magic, String[] dropped) throws IOException {
+  public void complete(String[] dropped) throws IOException {
     Set<String> drop = Set.of(dropped);
-    CommitOperations ops = operations(magic);
-    List<SinglePendingCommit> commits = load(magic);
     ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, Math.min(8, commits.size())));
     try {
       List<Future<?>> done = new ArrayList<>();
@@ -77,7 +98,38 @@ public final class PendingUploads {
     } finally {
       pool.shutdownNow();
     }
-    delete(magic);
+    CLEANER.execute(
+        () -> {
+          try {
+            delete(magic);
+          } catch (IOException | RuntimeException e) {
+            // Left for the next sweep.
+          }
+        });
+  }
+
+  /**
+   * Removes the magic directories under {@code dir} named {@code prefix<batch>} of batches up
+   * to {@code committed}: what completed batches left when a crash came before their removal.
+   */
+  public static void sweep(String dir, String prefix, long committed) throws IOException {
+    Path root = new Path(dir);
+    FileSystem fs = root.getFileSystem(Listing.hadoopConf());
+    if (!fs.exists(root)) {
+      return;
+    }
+    for (org.apache.hadoop.fs.FileStatus status : fs.listStatus(root)) {
+      String name = status.getPath().getName();
+      if (status.isDirectory() && name.startsWith(prefix)) {
+        try {
+          if (Long.parseLong(name.substring(prefix.length())) <= committed) {
+            fs.delete(status.getPath(), true);
+          }
+        } catch (NumberFormatException other) {
+          // Not one of the sink's.
+        }
+      }
+    }
   }
 
   /**
@@ -107,15 +159,6 @@ public final class PendingUploads {
       }
     }
     delete(magic);
-  }
-
-  /** The keys of the uploads pending under {@code dir}: none once every batch committed. */
-  public static String[] outstanding(String dir) throws IOException {
-    List<String> keys = new ArrayList<>();
-    for (MultipartUpload upload : operations(dir).listPendingUploadsUnderPath(new Path(dir))) {
-      keys.add(upload.key());
-    }
-    return keys.toArray(new String[0]);
   }
 
   private static String destination(SinglePendingCommit commit) {
