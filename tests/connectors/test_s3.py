@@ -83,10 +83,14 @@ def test_a_sink_writes_each_row_once_to_a_bucket(
     assert {k.split("/")[2] for k in keys} == {"k=0", "k=1", "k=2"}, keys
     rows = _rows(s3_server, keys)
     assert sorted(r["n"] for r in rows) == list(range(300))
-    # What Spark wrote is whole and in place once the batches committed: no magic directory
-    # left, no upload pending.
-    assert not [k for k in _all_keys(s3_server, s3_bucket) if "/_" in k]
+    # What Spark wrote is whole and in place once the batches committed: no upload pending,
+    # and the magic directories go (in the background, after each batch).
     assert pending_uploads(s3_server, s3_bucket, "out/") == []
+    wait_until(
+        "the batches' magic directories removed",
+        lambda: not [k for k in _all_keys(s3_server, s3_bucket) if "/_" in k],
+        30,
+    )
 
 
 def test_a_batch_without_rows_leaves_no_file_in_a_bucket(
