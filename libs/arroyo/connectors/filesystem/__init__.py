@@ -86,5 +86,10 @@ class FilesystemConnector(Connector[FilesystemOptions]):
         configure(ctx.spark, options.location)
         return write_directory(ctx, df, table, options)
 
+    def release(self) -> None:
+        from arroyo.connectors.filesystem.uploads import abort_cut_short
+
+        abort_cut_short()
+
 
 __all__ = ["FilesystemConnector", "FilesystemOptions"]

@@ -35,7 +35,13 @@ from arroyo.connectors.filesystem.options import FilesystemOptions
 from arroyo.connectors.filesystem.partitions import partition_levels
 from arroyo.connectors.filesystem.rolling import split_file
 from arroyo.connectors.filesystem.store import SinkStore
-from arroyo.connectors.filesystem.uploads import NAME_OPTION, BatchUploads, magic_dir, sweep
+from arroyo.connectors.filesystem.uploads import (
+    NAME_OPTION,
+    BatchUploads,
+    magic_dir,
+    remember_cut_short,
+    sweep,
+)
 from arroyo.connectors.runtime.remote_state import durable
 from arroyo.connectors.runtime.sinks import batch_in_flight, consume, error_summary, sink_id
 from arroyo.errors import ArroyoError
@@ -169,6 +175,7 @@ class BatchFiles:
             # the batch is replayed, and a run that ends is not replayed.
             with contextlib.suppress(Exception):
                 batch.abort_leftovers(store.uri(""), names)
+            remember_cut_short(batch, store.uri(""), names)
             raise
         root = store.uri("") + "/"
         uploads = batch.pending()

@@ -16,6 +16,9 @@ none, so a batch without rows leaves no file, as on local disk."""
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -87,6 +90,37 @@ class BatchUploads:
         for i, uri in enumerate(dropped):
             array[i] = uri
         self._pending.complete(array)
+
+
+# Writes that failed or were interrupted (a bounded run's end stops the batch in flight), whose
+# uploads are aborted again once the run's queries have stopped: Spark's tasks, cancelled with
+# the batch, may go on creating theirs after the batch's own abort.
+_cut_short: list[tuple[Any, str, str, str]] = []
+_cut_short_lock = threading.Lock()
+_TASKS_GONE_S = 10.0
+
+
+def remember_cut_short(batch: BatchUploads, directory: str, names: str) -> None:
+    with _cut_short_lock:
+        _cut_short.append((batch.session, batch.magic, directory, names))
+
+
+def abort_cut_short() -> None:
+    """Aborts the uploads of the writes cut short in this process (the runner's end, once every
+    query has stopped)."""
+    with _cut_short_lock:
+        cut = list(_cut_short)
+        _cut_short.clear()
+    if not cut:
+        return
+    tracker = cut[0][0].sparkContext.statusTracker()
+    deadline = time.monotonic() + _TASKS_GONE_S
+    while tracker.getActiveStageIds() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for session, magic, directory, names in cut:
+        jvm: Any = session.sparkContext._jvm
+        with contextlib.suppress(Exception):
+            jvm.arroyo.files.PendingUploads.abort(magic, directory, names)
 
 
 def sweep(df: DataFrame, directory: str, sink_id: str, committed: int) -> None:
