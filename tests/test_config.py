@@ -182,3 +182,6 @@ def test_a_file_checkpoint_url_is_the_directory_it_names(tmp_path: Path) -> None
     with pytest.raises(ConfigError) as refused:
         load_config(environ={"ARROYO__CHECKPOINT_URL": "file:relative"}, cwd=tmp_path)
     assert "checkpoint_url" in str(refused.value) and "file:///path" in str(refused.value)
+    with pytest.raises(ConfigError) as refused:
+        load_config(environ={"ARROYO__CHECKPOINT_URL": "file://data/ckpt"}, cwd=tmp_path)
+    assert "host 'data'" in str(refused.value)

@@ -136,7 +136,12 @@ class Config(_Section):
         if not value:
             return None
         if value.startswith("file:"):
-            path = unquote(urlsplit(value).path)
+            split = urlsplit(value)
+            if split.netloc not in ("", "localhost"):
+                raise ValueError(
+                    f"'{value}' names host '{split.netloc}': a file URL is file:///path"
+                )
+            path = unquote(split.path)
             if not path.startswith("/"):
                 raise ValueError(f"'{value}' is not an absolute file URL (file:///path)")
             return path
