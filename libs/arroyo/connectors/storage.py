@@ -206,8 +206,15 @@ def hadoop_settings(location: Location) -> dict[str, str]:
     settings[base + "retry.limit"] = "3"
     settings[base + "connection.establish.timeout"] = "5s"
     settings[base + "connection.timeout"] = "30s"
-    # The table's own Hadoop keys last: any S3A setting can be given, over these.
-    return {**settings, **given}
+    # The table's own Hadoop keys next: any S3A setting can be given, over these, but for the
+    # magic paths the file sink's exactly once rests on (files under them pending uploads,
+    # recorded beside them): with those off, a batch would commit without its files.
+    return {
+        **settings,
+        **given,
+        base + "committer.magic.enabled": "true",
+        base + "committer.magic.track.commits.in.memory.enabled": "false",
+    }
 
 
 def configure(spark: SparkSession, location: Location) -> None:
