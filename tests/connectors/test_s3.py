@@ -66,15 +66,25 @@ _IMPULSE = (
 )
 
 
+def _into_bucket(server: S3Server, bucket: str, columns: str, options: str, select: str) -> str:
+    """The impulse's rows, as ``select`` takes them, into a filesystem sink at <bucket>/out."""
+    return (
+        _IMPULSE + f"CREATE TABLE out {columns} WITH (connector = 'filesystem', "
+        f"path = 's3://{bucket}/out', type = 'sink', {options}{server.with_clause()});\n"
+        f"INSERT INTO out {select};"
+    )
+
+
 @pytest.mark.parametrize("fmt", ["json", "parquet"])
 def test_a_sink_writes_each_row_once_to_a_bucket(
     spark: SparkSession, tmp_path: Path, s3_server: S3Server, s3_bucket: str, fmt: str
 ) -> None:
-    script = (
-        _IMPULSE + f"CREATE TABLE out (n BIGINT, k TEXT) WITH (connector = 'filesystem', "
-        f"path = 's3://{s3_bucket}/out', format = '{fmt}', type = 'sink', "
-        f"'partitioning.fields' = 'k'{s3_server.with_clause()});\n"
-        "INSERT INTO out SELECT counter AS n, CAST(counter % 3 AS TEXT) AS k FROM impulse;"
+    script = _into_bucket(
+        s3_server,
+        s3_bucket,
+        "(n BIGINT, k TEXT)",
+        f"format = '{fmt}', 'partitioning.fields' = 'k'",
+        "SELECT counter AS n, CAST(counter % 3 AS TEXT) AS k FROM impulse",
     )
     _run(spark, tmp_path, script, batch_rows=100)
     keys = _listed(s3_server, s3_bucket, "out")
@@ -98,11 +108,12 @@ def test_a_batch_without_rows_leaves_no_file_in_a_bucket(
 ) -> None:
     # Batches of 100: only the first has rows. Spark's first task writes a file all the same
     # (a Parquet file without rows); the sink aborts its upload.
-    script = (
-        _IMPULSE + f"CREATE TABLE out (n BIGINT) WITH (connector = 'filesystem', "
-        f"path = 's3://{s3_bucket}/out', format = 'parquet', type = 'sink'"
-        f"{s3_server.with_clause()});\n"
-        "INSERT INTO out SELECT counter AS n FROM impulse WHERE counter < 100;"
+    script = _into_bucket(
+        s3_server,
+        s3_bucket,
+        "(n BIGINT)",
+        "format = 'parquet'",
+        "SELECT counter AS n FROM impulse WHERE counter < 100",
     )
     _run(spark, tmp_path, script, batch_rows=100)
     keys = _listed(s3_server, s3_bucket, "out")
