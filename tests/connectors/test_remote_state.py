@@ -165,33 +165,24 @@ def test_arroyo_run_keeps_its_state_in_a_bucket(
 
 
 def test_a_directory_cut_short_while_stored_is_not_restored(
-    tmp_path: Path, s3_server: S3Server, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, s3_server: S3Server, s3_bucket: str
 ) -> None:
-    # A stage's batch directory is durable once whole: one whose upload a crash cut short
-    # (its writer never went on) must not come back as if it were.
+    # A stage's batch directory is durable once whole: one whose upload failed part-way (its
+    # writer never went on) must not come back as if it were. The second file cannot be read
+    # (the kernel refuses to read this process's memory at address 0), after the first is in.
     url = f"s3://{s3_bucket}/cut"
     first = tmp_path / "first"
     whole, cut = first / "stages" / "s" / "1", first / "stages" / "s" / "2"
     for directory in (whole, cut):
         directory.mkdir(parents=True)
         (directory / "a.json").write_text("a\n")
-        (directory / "b.json").write_text("b\n")
+    (whole / "b.json").write_text("b\n")
+    (cut / "b.json").symlink_to("/proc/self/mem")
     remote = RemoteState(url, first, _options(s3_server))
     remote.push(whole)
-    upload = RemoteState._upload
-    done: list[str] = []
-
-    def crash_after_one(self: RemoteState, path: Path, relative: str) -> None:
-        if done:
-            raise OSError("the machine went away")
-        done.append(relative)
-        upload(self, path, relative)
-
-    monkeypatch.setattr(RemoteState, "_upload", crash_after_one)
     with pytest.raises(RemoteStateError):
         remote.push(cut)
-    monkeypatch.undo()
-    assert done == ["stages/s/2/a.json"]  # half of it was in the bucket
+    assert f"{s3_bucket}/cut/stages/s/2/a.json" in _keys(s3_server, f"{s3_bucket}/cut")
 
     second = tmp_path / "second"
     RemoteState(url, second, _options(s3_server)).restore()
