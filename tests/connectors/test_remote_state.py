@@ -27,14 +27,14 @@ pytestmark = [pytest.mark.spark, pytest.mark.s3]
 EVENTS = 600
 
 
-def _script(out: Path) -> str:
+def _script(out: Path | str, storage: str = "") -> str:
     # 600 events, 100 a second of event time: six 1-second windows of 100, through Spark's
     # state store (the window's counts) and a filesystem sink (its committed batch, its id).
     return (
         "CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '100', "
         f"message_count = '{EVENTS}');\n"
         f"CREATE TABLE out WITH (connector = 'filesystem', path = '{out}', format = 'json', "
-        "type = 'sink');\n"
+        f"type = 'sink'{storage});\n"
         "INSERT INTO out SELECT count(*) AS n, tumble(interval '1 second') AS w "
         "FROM impulse GROUP BY 2;"
     )
@@ -81,13 +81,20 @@ def _rows(out: Path) -> list[dict[str, object]]:
     ]
 
 
+@pytest.mark.parametrize("into", ["disk", "bucket"])
 def test_a_pipeline_resumes_from_its_state_on_s3_in_another_directory(
-    spark: SparkSession, tmp_path: Path, s3_server: S3Server, s3_bucket: str
+    spark: SparkSession, tmp_path: Path, s3_server: S3Server, s3_bucket: str, into: str
 ) -> None:
     url = f"s3://{s3_bucket}/pipelines/p1"
+    # Into a bucket, the sink runs in the JVM and stores its records there itself.
     out = tmp_path / "out"
+    script = (
+        _script(out)
+        if into == "disk"
+        else _script(f"s3://{s3_bucket}/out", s3_server.with_clause())
+    )
     first_dir, second_dir = tmp_path / "machine-a", tmp_path / "machine-b"
-    program = spark_planner(spark, state_dir=first_dir).plan(_script(out))
+    program = spark_planner(spark, state_dir=first_dir).plan(script)
     first = _runner(spark, program, first_dir, url, s3_server, stop_after_batches=2)
     first.start()
     assert not first.wait(timeout=300), "the first run ended before its stop"
@@ -97,17 +104,28 @@ def test_a_pipeline_resumes_from_its_state_on_s3_in_another_directory(
     assert any("/checkpoint/commits/" in k for k in listing), listing
     assert any("/checkpoint/state/" in k for k in listing), "the window's state is not on S3"
     assert any(k.endswith("/sink/sink_id") for k in listing), listing
+    assert any(k.endswith("/sink/committed_batch") for k in listing), listing
 
-    program = spark_planner(spark, state_dir=second_dir).plan(_script(out))
+    program = spark_planner(spark, state_dir=second_dir).plan(script)
     second = _runner(spark, program, second_dir, url, s3_server)
     second.start()
     assert second.wait(timeout=300), "the resumed run did not finish"
-    rows = _rows(out)
+    if into == "disk":
+        rows = _rows(out)
+        names = [f.name for f in out.rglob("part-*")]
+    else:
+        keys = [k for k in _keys(s3_server, f"{s3_bucket}/out") if "/_" not in k]
+        fs = s3_server.filesystem()
+        rows = []
+        for key in keys:
+            with fs.open_input_stream(key) as f:
+                rows += [json.loads(line) for line in f.read().decode().splitlines()]
+        names = [k.rsplit("/", 1)[-1] for k in keys]
     windows = Counter(str(r["w"]) for r in rows)
     assert sum(int(str(r["n"])) for r in rows) == EVENTS, rows
     assert all(c == 1 for c in windows.values()), f"a window written twice: {windows}"
     # The resumed run named its files as the first did: one sink, not a second one.
-    owners = {f.name.split("-")[1] for f in out.rglob("part-*")}
+    owners = {name.split("-")[1] for name in names}
     assert len(owners) == 1, owners
 
 

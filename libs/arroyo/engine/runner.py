@@ -571,6 +571,9 @@ def _report(
     )
 
 
+_JVM_SINK_ERROR = "arroyo.files.UploadsSink$SinkError: "
+
+
 def _java_causes(query: StreamingQuery) -> list[str]:
     """The message of each exception in the JVM's cause chain, outermost first."""
     causes: list[str] = []
@@ -604,6 +607,9 @@ def _user_message(causes: list[str]) -> str:
         raised = _python_exception(text)
         if raised is not None:
             return raised
+        if text.startswith(_JVM_SINK_ERROR):
+            # A sink run in the JVM (arroyo.files.UploadsSink) names what and where itself.
+            return text.removeprefix(_JVM_SINK_ERROR).splitlines()[0]
     for marker in (UDF_ERROR, "bad data in table", "USER_RAISED_EXCEPTION"):
         for text in causes:
             idx = text.find(marker)

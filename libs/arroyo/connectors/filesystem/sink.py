@@ -17,7 +17,6 @@ the files, or ``uuid`` names, which number the files in order, take the staged w
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
@@ -35,13 +34,7 @@ from arroyo.connectors.filesystem.options import FilesystemOptions
 from arroyo.connectors.filesystem.partitions import partition_levels
 from arroyo.connectors.filesystem.rolling import split_file
 from arroyo.connectors.filesystem.store import SinkStore
-from arroyo.connectors.filesystem.uploads import (
-    NAME_OPTION,
-    BatchUploads,
-    magic_dir,
-    remember_cut_short,
-    sweep,
-)
+from arroyo.connectors.filesystem.uploads import write_uploads
 from arroyo.connectors.runtime.remote_state import durable
 from arroyo.connectors.runtime.sinks import batch_in_flight, consume, error_summary, sink_id
 from arroyo.errors import ArroyoError
@@ -59,7 +52,27 @@ _PARTITION = "__arroyo_partition"
 def write_directory(
     ctx: WriteContext, df: DataFrame, table: TableSpec, options: FilesystemOptions
 ) -> DataStreamWriter:
-    return df.writeStream.foreachBatch(BatchFiles(ctx.state_dir, table, options))
+    files = BatchFiles(ctx.state_dir, table, options)
+    if not files.uploads:
+        return df.writeStream.foreachBatch(files)
+    frame, partition, write_options = files.prepare(df)
+    return write_uploads(
+        frame,
+        ctx.state_dir,
+        partition,
+        write_options,
+        {
+            "path": files.store.uri(""),
+            "sink": files.sink_id,
+            "name": files.name("{batch}", "{n}"),
+            # The default names hold the sink's id: only its own attempts can have taken them.
+            "own_names": str(options.strategy is None).lower(),
+            "strategy": options.strategy or "",
+            "format": "parquet" if files.parquet else "text",
+            "table": table.name,
+            "where": files.store.location.describe(),
+        },
+    )
 
 
 class BatchFiles:
@@ -131,9 +144,6 @@ class BatchFiles:
         )
 
     def _write(self, df: DataFrame, batch_id: int) -> None:
-        if self.uploads:
-            self._upload(df, batch_id)
-            return
         staging = f"{STAGING_DIR}/{self.sink_id}-{batch_id}"
         store = self.store
         store.delete_dir(staging)
@@ -151,45 +161,6 @@ class BatchFiles:
                 list(pool.map(lambda m: store.move(*m), moves))
         self._commit(batch_id)
         store.delete_dir(staging)
-
-    def _upload(self, df: DataFrame, batch_id: int) -> None:
-        store = self.store
-        batch = BatchUploads(df, store.uri(magic_dir(self.sink_id, batch_id)))
-        template = self._name(batch_id, "{n}")
-        names = template.split("{n}")[0]
-        # An earlier attempt of this batch ran in another process (this is the first batch
-        # this one writes) or failed in this one: what it left pending goes first.
-        earlier = not self._attempted or batch_id in self._attempted
-        if not self._attempted:
-            sweep(df, store.uri(""), self.sink_id, self.committed())
-        self._attempted.add(batch_id)
-        if earlier:
-            batch.abort_leftovers(store.uri(""), names)
-            self._remove_placed(batch_id)
-        frame = df if self.options.partitioned else batch.observed(df)
-        try:
-            batch.write(lambda into: self._stage(frame, into, {NAME_OPTION: template}))
-        except BaseException:
-            # A failed or interrupted write (the end of a bounded run stops a batch in
-            # flight): its uploads would otherwise stay pending, stored and billed, until
-            # the batch is replayed, and a run that ends is not replayed.
-            with contextlib.suppress(Exception):
-                batch.abort_leftovers(store.uri(""), names)
-            remember_cut_short(batch, store.uri(""), names)
-            raise
-        root = store.uri("") + "/"
-        uploads = batch.pending()
-        dropped = []
-        if batch.first_task_empty():
-            dropped = [u for u in uploads if u == root + template.replace("{n}", "00000")]
-        targets = [u.removeprefix(root) for u in uploads if u not in dropped]
-        if self.options.strategy is not None:
-            # The default names hold the sink's own id: only its own attempts (removed
-            # above) can have taken them.
-            self._refuse_taken(targets)
-        self._placing(batch_id, targets)
-        batch.complete(dropped)
-        self._commit(batch_id)
 
     def _refuse_taken(self, targets: list[str]) -> None:
         taken = [target for target in targets if self.store.exists(target)]
@@ -212,9 +183,9 @@ class BatchFiles:
         _write_atomically(self.committed_file, str(batch_id))
         self._committed = batch_id
 
-    def _stage(self, df: DataFrame, staging: str, options: dict[str, str] | None = None) -> None:
-        """The batch's rows as files under ``staging`` (one directory per partition), with
-        the write's ``options``."""
+    def prepare(self, df: DataFrame) -> tuple[DataFrame, list[str], dict[str, str]]:
+        """The rows to write (one column per partition level added, a text format's encoded),
+        the partition columns, and the file format's write options."""
         opts = self.options
         frame = df
         partition: list[str] = []
@@ -228,20 +199,25 @@ class BatchFiles:
                 frame = frame.repartition(*partition)
         if EVENT_TIME in frame.columns:  # there for the time pattern only
             frame = frame.drop(EVENT_TIME)
+        write_options: dict[str, str] = {}
         if self.parquet:
             fmt = self.format_options
             assert isinstance(fmt, ParquetOptions)
-            writer = frame.write.option("compression", fmt.compression)
+            write_options["compression"] = fmt.compression
             if fmt.row_group_size is not None:
-                writer = writer.option("parquet.block.size", str(fmt.row_group_size))
+                write_options["parquet.block.size"] = str(fmt.row_group_size)
         else:
-            writer = encode(frame, self.table, beside=partition).write
+            frame = encode(frame, self.table, beside=partition)
             if self.gzip:
-                writer = writer.option("compression", "gzip")
+                write_options["compression"] = "gzip"
+        return frame, partition, write_options
+
+    def _stage(self, df: DataFrame, staging: str) -> None:
+        """The batch's rows as files under ``staging`` (one directory per partition)."""
+        frame, partition, options = self.prepare(df)
+        writer = frame.write.options(**options)
         if partition:
             writer = writer.partitionBy(*partition)
-        for key, value in (options or {}).items():
-            writer = writer.option(key, value)
         # Staging is the sink's own hidden directory, placed from only once Spark's write has
         # returned: tasks commit straight into it (algorithm 2) rather than into a job
         # directory renamed again at job commit, which on S3 is one copy of every file less,
@@ -264,13 +240,14 @@ class BatchFiles:
             within = posixpath.relpath(posixpath.dirname(part), staging)
             directory = _partition_dir("" if within == "." else within)
             for piece in split_file(self.store, part, self.parquet, self.options.file_size):
-                name = self._name(batch_id, index)
+                name = self.name(batch_id, index)
                 moves.append((piece, f"{directory}/{name}" if directory else name))
                 index += 1
         return moves
 
-    def _name(self, batch_id: int, index: int | str) -> str:
-        """A file's name: ``filename.prefix`` (default ``part``), then by the strategy the
+    def name(self, batch_id: int | str, index: int | str) -> str:
+        """A file's name (``batch_id`` and ``index`` may be placeholders, but not for
+        ``uuid``): ``filename.prefix`` (default ``part``), then by the strategy the
         sink's id, the batch and the file's number (default), the batch and the number
         (``serial``), or a UUID made from all three (``uuid``); then ``filename.suffix`` or
         the format's."""
@@ -281,9 +258,10 @@ class BatchFiles:
             return f"{opts.prefix}-{name}{suffix}" if opts.prefix else f"{name}{suffix}"
         prefix = opts.prefix or "part"
         number = f"{index:05d}" if isinstance(index, int) else index
+        batch = f"{batch_id:010d}" if isinstance(batch_id, int) else batch_id
         if opts.strategy == "serial":
-            return f"{prefix}-{batch_id:010d}-{number}{suffix}"
-        return f"{prefix}-{self.sink_id}-{batch_id:010d}-{number}{suffix}"
+            return f"{prefix}-{batch}-{number}{suffix}"
+        return f"{prefix}-{self.sink_id}-{batch}-{number}{suffix}"
 
     def _suffix(self) -> str:
         if self.parquet:

@@ -1,14 +1,20 @@
 """The filesystem sink's way on S3: Spark writes each file straight to its final key as a
-multipart upload left pending, and the driver completes a batch's uploads when it commits the
+multipart upload left pending, and the sink completes a batch's uploads when it commits the
 batch. No reader sees a file before its batch commits, and nothing is copied: a staged batch's
 move into place is a server-side copy of every file on S3.
 
-Spark writes under an S3A "magic" directory, ``__magic_job-<sink>-<batch>/__base/``, hidden
-from readers by its leading '_': S3A turns each file created there into an upload to the same
-path without the magic part, pending, with its parts recorded beside it (``.pending``).
-Spark's files are named by the sink (``arroyo.files.NamedFilesProtocol``: the batch's name,
-numbered by the task that wrote it), and the driver completes or aborts the uploads
-(``arroyo.files.PendingUploads``).
+The batch runs in the JVM (``arroyo.files.UploadsSink``, a Spark streaming sink), so that
+writing a batch costs what Spark's own file sink costs: a Python function per batch
+(foreachBatch) costs a sixth of the throughput here (bench/storage.py). Python prepares the
+stream (partition columns, the format's encoding) and the sink's options; the JVM keeps the
+sink's records in the same files the staged way does.
+
+Spark writes under an S3A "magic" directory, ``__magic_job-<sink>-<batch>/<task attempt>/
+__base/``, hidden from readers by its leading '_': S3A turns each file created there into an
+upload to the same path without the magic part, pending, with its parts recorded beside it
+(``.pending``). Spark's files are named by the sink (``arroyo.files.NamedFilesProtocol``: the
+batch's name, numbered by the task that wrote it); the uploads of the task attempts Spark
+committed are completed, all others aborted (``arroyo.files.PendingUploads``).
 
 Spark's first task writes a file even when it has no rows (for a format's schema); the batch
 observes its lowest task with rows, and that file's upload is aborted when the first task had
@@ -17,114 +23,57 @@ none, so a batch without rows leaves no file, as on local disk."""
 from __future__ import annotations
 
 import contextlib
-import threading
-import time
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql import DataFrame, Observation
-from pyspark.sql import functions as F
+from pyspark import SparkContext
 
-PROTOCOL = "arroyo.files.NamedFilesProtocol"
-_PROTOCOL_CONF = "spark.sql.sources.commitProtocolClass"
-NAME_OPTION = "arroyo.files.name"
+from arroyo.connectors.runtime.remote_state import stored_uri
 
+if TYPE_CHECKING:
+    from pathlib import Path
 
-def magic_dir(sink_id: str, batch_id: int) -> str:
-    """The batch's magic directory, relative to the sink's."""
-    return f"__magic_job-{sink_id}-{batch_id}"
+    from pyspark.sql import DataFrame
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-
-class BatchUploads:
-    """One batch's uploads under ``magic`` (its URI, ``s3a://...``)."""
-
-    def __init__(self, df: DataFrame, magic: str) -> None:
-        self.session = df.sparkSession
-        jvm: Any = self.session.sparkContext._jvm
-        self._uploads = jvm.arroyo.files.PendingUploads
-        self.magic = magic
-        self._observed: Observation | None = None
-        self._pending: Any = None
-
-    def abort_leftovers(self, directory: str, names: str) -> None:
-        """Uploads an attempt of this batch cut short left pending (its files in ``directory``
-        all named starting ``names``): aborted, never to appear."""
-        self._uploads.abort(self.magic, directory, names)
-
-    def observed(self, frame: DataFrame) -> DataFrame:
-        """``frame`` observing its lowest task with rows, to write in place of it."""
-        self._observed = Observation()
-        return frame.observe(self._observed, F.min(F.spark_partition_id()).alias("first"))
-
-    def write(self, save: Callable[[str], None]) -> None:
-        """Runs ``save`` (Spark's write, given the directory to write into) with Spark's
-        files named by the sink and left pending."""
-        conf = self.session.conf
-        before = conf.get(_PROTOCOL_CONF, None)
-        # The query's own session (foreachBatch's batch runs in the stream's clone), so the
-        # other queries' writes keep Spark's protocol.
-        conf.set(_PROTOCOL_CONF, PROTOCOL)
-        try:
-            save(f"{self.magic}/__base")
-        finally:
-            if before is None:
-                conf.unset(_PROTOCOL_CONF)
-            else:
-                conf.set(_PROTOCOL_CONF, before)
-
-    def pending(self) -> list[str]:
-        """Where the write's uploads go (``s3a://bucket/key``), in name order."""
-        self._pending = self._uploads.of(self.magic)
-        return sorted(str(uri) for uri in self._pending.destinations())
-
-    def first_task_empty(self) -> bool:
-        if self._observed is None:
-            return False
-        first = self._observed.get.get("first")
-        return first is None or int(first) > 0
-
-    def complete(self, dropped: list[str]) -> None:
-        """Completes every pending upload but those to ``dropped`` (aborted), together."""
-        gateway: Any = self.session.sparkContext._gateway
-        array = gateway.new_array(gateway.jvm.java.lang.String, len(dropped))
-        for i, uri in enumerate(dropped):
-            array[i] = uri
-        self._pending.complete(array)
+SINK = "arroyo.files.UploadsSinkProvider"
+# Writes cut short are aborted again at the runner's end, once Spark's tasks are gone.
+_TASKS_GONE_MS = 10_000
+_used = False
 
 
-# Writes that failed or were interrupted (a bounded run's end stops the batch in flight), whose
-# uploads are aborted again once the run's queries have stopped: Spark's tasks, cancelled with
-# the batch, may go on creating theirs after the batch's own abort.
-_cut_short: list[tuple[Any, str, str, str]] = []
-_cut_short_lock = threading.Lock()
-_TASKS_GONE_S = 10.0
-
-
-def remember_cut_short(batch: BatchUploads, directory: str, names: str) -> None:
-    with _cut_short_lock:
-        _cut_short.append((batch.session, batch.magic, directory, names))
+def write_uploads(
+    df: DataFrame,
+    state_dir: Path,
+    partition: list[str],
+    write_options: dict[str, str],
+    sink_options: dict[str, str],
+) -> DataStreamWriter:
+    """The stream ``df`` (prepared: ``partition`` columns added, encoded for a text format)
+    written by the uploads sink with ``sink_options`` (see ``arroyo.files.UploadsSink``) and
+    the file format's ``write_options``, its records kept in ``state_dir``."""
+    global _used  # noqa: PLW0603
+    _used = True
+    state_dir.mkdir(parents=True, exist_ok=True)
+    writer = df.writeStream.format(SINK).option("state", str(state_dir.resolve()))
+    remote = stored_uri(state_dir)
+    if remote is not None:
+        writer = writer.option("state.remote", remote)
+    for key, value in sink_options.items():
+        writer = writer.option(key, value)
+    for key, value in write_options.items():
+        writer = writer.option(f"write.{key}", value)
+    if partition:
+        writer = writer.partitionBy(*partition)
+    return writer
 
 
 def abort_cut_short() -> None:
     """Aborts the uploads of the writes cut short in this process (the runner's end, once every
-    query has stopped)."""
-    with _cut_short_lock:
-        cut = list(_cut_short)
-        _cut_short.clear()
-    if not cut:
+    query has stopped): Spark's cancelled tasks may have started some after their batch's own
+    abort."""
+    context = SparkContext._active_spark_context
+    if not _used or context is None:
         return
-    tracker = cut[0][0].sparkContext.statusTracker()
-    deadline = time.monotonic() + _TASKS_GONE_S
-    while tracker.getActiveStageIds() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    for session, magic, directory, names in cut:
-        jvm: Any = session.sparkContext._jvm
-        with contextlib.suppress(Exception):
-            jvm.arroyo.files.PendingUploads.abort(magic, directory, names)
-
-
-def sweep(df: DataFrame, directory: str, sink_id: str, committed: int) -> None:
-    """Removes the magic directories of the sink's committed batches under ``directory`` that
-    a crash left (their removal runs after the batch, in the background)."""
-    jvm: Any = df.sparkSession.sparkContext._jvm
-    jvm.arroyo.files.PendingUploads.sweep(directory, magic_dir(sink_id, 0)[:-1], committed)
+    jvm: Any = context._jvm
+    with contextlib.suppress(Exception):
+        jvm.arroyo.files.UploadsSink.abortCutShort(_TASKS_GONE_MS)

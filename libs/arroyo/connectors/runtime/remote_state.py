@@ -279,6 +279,16 @@ def forget(path: Path) -> None:
         remote.delete(Path(os.path.abspath(path)))
 
 
+def stored_uri(path: Path) -> str | None:
+    """The URI (S3A's) that ``path`` of the state is written through to, or None when the
+    state is only local: for a writer in the JVM, which stores its files there itself."""
+    absolute = Path(os.path.abspath(path))
+    remote = _owner(absolute)
+    if remote is None:
+        return None
+    return remote.location.join(absolute.relative_to(remote.local).as_posix())
+
+
 def identity(state_dir: Path) -> str:
     """What names this state across machines: its object-store URL and place in it when
     stored, else its absolute local path."""

@@ -13,7 +13,13 @@ import scala.collection.immutable.Seq;
  * A Spark file write whose files go straight to their final paths, under names the caller
  * chooses, with nothing committed: the filesystem sink on S3 writes under an S3A "magic" path,
  * where every file is a multipart upload left pending, and completes the uploads itself when
- * the micro-batch commits ({@link PendingUploads}).
+ * the micro-batch commits ({@link PendingUploads}, {@link UploadsSink}).
+ *
+ * <p>Each task attempt writes under a directory of its own, {@code <path>/<attempt>/__base/}
+ * (S3A drops everything from the magic directory to {@code __base} from the upload's key), so
+ * that two attempts of one task (a speculative copy, a zombie of a failed stage) never share a
+ * record of their uploads: the driver completes only those of the attempts Spark committed
+ * ({@link #committed}), and an attempt that fails aborts its own.
  *
  * <p>Names come from the write's option {@value #NAME}, a template in which {@code {n}} is the
  * file's number: the task's partition (five digits), then {@code -<k>} for the task's k-th file
@@ -22,6 +28,13 @@ import scala.collection.immutable.Seq;
 public final class NamedFilesProtocol extends FileCommitProtocol implements Serializable {
   private static final long serialVersionUID = 1L;
   public static final String NAME = "arroyo.files.name";
+
+  // The attempts each finished job committed, by its path, until the sink takes them.
+  private static final java.util.Map<String, java.util.List<Attempt>> COMMITTED =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  /** A task attempt Spark committed: its directory under the job's path and its file count. */
+  public record Attempt(String dir, int files) implements Serializable {}
 
   private final String path;
   private transient java.util.Map<String, Integer> opened;
@@ -37,7 +50,23 @@ public final class NamedFilesProtocol extends FileCommitProtocol implements Seri
   public void setupJob(JobContext job) {}
 
   @Override
-  public void commitJob(JobContext job, Seq<TaskCommitMessage> messages) {}
+  public void commitJob(JobContext job, Seq<TaskCommitMessage> messages) {
+    java.util.List<Attempt> attempts = new java.util.ArrayList<>();
+    scala.collection.Iterator<TaskCommitMessage> it = messages.iterator();
+    while (it.hasNext()) {
+      attempts.add((Attempt) it.next().obj());
+    }
+    COMMITTED.put(path, attempts);
+  }
+
+  /** The attempts of the job that wrote under {@code path} that Spark committed, once. */
+  public static java.util.List<Attempt> committed(String path) {
+    java.util.List<Attempt> attempts = COMMITTED.remove(path);
+    if (attempts == null) {
+      throw new IllegalStateException("no committed write under " + path);
+    }
+    return attempts;
+  }
 
   @Override
   public void abortJob(JobContext job) {}
@@ -66,7 +95,8 @@ public final class NamedFilesProtocol extends FileCommitProtocol implements Seri
     int before = opened.merge(under, 1, Integer::sum) - 1;
     String number = String.format("%05d", partition) + (before == 0 ? "" : "-" + before);
     String name = template.replace("{n}", number);
-    return under.isEmpty() ? path + "/" + name : path + "/" + under + "/" + name;
+    String base = path + "/" + attemptDir(task) + "/__base";
+    return under.isEmpty() ? base + "/" + name : base + "/" + under + "/" + name;
   }
 
   /**
@@ -98,11 +128,30 @@ public final class NamedFilesProtocol extends FileCommitProtocol implements Seri
     throw new UnsupportedOperationException("NamedFilesProtocol writes under its path only");
   }
 
-  @Override
-  public TaskCommitMessage commitTask(TaskAttemptContext task) {
-    return new TaskCommitMessage(null);
+  private static String attemptDir(TaskAttemptContext task) {
+    org.apache.hadoop.mapreduce.TaskAttemptID id = task.getTaskAttemptID();
+    return "task-" + id.getTaskID().getId() + "-" + id.getId();
   }
 
   @Override
-  public void abortTask(TaskAttemptContext task) {}
+  public TaskCommitMessage commitTask(TaskAttemptContext task) {
+    int files = 0;
+    if (opened != null) {
+      for (int n : opened.values()) {
+        files += n;
+      }
+    }
+    return new TaskCommitMessage(new Attempt(attemptDir(task), files));
+  }
+
+  @Override
+  public void abortTask(TaskAttemptContext task) {
+    // The attempt's files were closed (as uploads left pending) before this: abort them.
+    try {
+      PendingUploads.abortUnder(
+          path + "/" + attemptDir(task), task.getConfiguration());
+    } catch (java.io.IOException | RuntimeException e) {
+      // Aborted with the batch's leftovers when it is replayed, or by a lifecycle rule.
+    }
+  }
 }

@@ -3,8 +3,11 @@ package arroyo.files;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -40,15 +43,75 @@ public final class PendingUploads {
   private final CommitOperations ops;
   private final List<SinglePendingCommit> commits;
 
-  private PendingUploads(String magic) throws IOException {
+  private PendingUploads(String magic, CommitOperations ops, List<SinglePendingCommit> commits) {
     this.magic = magic;
-    this.ops = operations(magic);
-    this.commits = load(magic);
+    this.ops = ops;
+    this.commits = commits;
   }
 
-  /** The uploads a batch's write left pending under {@code magic}. */
-  public static PendingUploads of(String magic) throws IOException {
-    return new PendingUploads(magic);
+  /**
+   * The uploads the attempts Spark {@code committed} left pending under {@code magic}; those of
+   * other attempts (failed, or a copy of one committed) are aborted. An attempt whose uploads
+   * are fewer than its files wrote them somewhere else: the bucket does not treat the magic
+   * path as such, and the batch fails rather than commit without its files.
+   */
+  public static PendingUploads of(String magic, List<NamedFilesProtocol.Attempt> committed)
+      throws IOException {
+    Configuration conf = Listing.hadoopConf();
+    CommitOperations ops = operations(magic, conf);
+    Map<String, Integer> expected = new HashMap<>();
+    for (NamedFilesProtocol.Attempt attempt : committed) {
+      expected.put(attempt.dir(), attempt.files());
+    }
+    Map<String, Integer> found = new HashMap<>();
+    List<SinglePendingCommit> kept = new ArrayList<>();
+    String root = new Path(magic).toUri().getPath() + "/";
+    for (Map.Entry<String, SinglePendingCommit> entry : load(magic, conf).entrySet()) {
+      String under = entry.getKey().substring(entry.getKey().indexOf(root) + root.length());
+      String attempt = under.substring(0, Math.max(0, under.indexOf('/')));
+      if (expected.containsKey(attempt)) {
+        kept.add(entry.getValue());
+        found.merge(attempt, 1, Integer::sum);
+      } else {
+        abortQuietly(ops, entry.getValue());
+      }
+    }
+    for (Map.Entry<String, Integer> attempt : expected.entrySet()) {
+      int uploads = found.getOrDefault(attempt.getKey(), 0);
+      if (uploads != attempt.getValue()) {
+        for (SinglePendingCommit commit : kept) {
+          abortQuietly(ops, commit);
+        }
+        throw new IOException(
+            "task "
+                + attempt.getKey()
+                + " wrote "
+                + attempt.getValue()
+                + " files under "
+                + magic
+                + " but left "
+                + uploads
+                + " pending uploads: S3A's magic committer is not on for this bucket");
+      }
+    }
+    return new PendingUploads(magic, ops, kept);
+  }
+
+  /** Aborts the uploads recorded under {@code dir} (a task attempt's, on an executor). */
+  public static void abortUnder(String dir, Configuration conf) throws IOException {
+    CommitOperations ops = operations(dir, conf);
+    for (SinglePendingCommit commit : load(dir, conf).values()) {
+      abortQuietly(ops, commit);
+    }
+  }
+
+  private static void abortQuietly(CommitOperations ops, SinglePendingCommit commit)
+      throws IOException {
+    try {
+      ops.abortSingleCommit(commit);
+    } catch (java.io.FileNotFoundException gone) {
+      // Completed or aborted already.
+    }
   }
 
   /** Their destinations ({@code s3a://bucket/key}). */
@@ -108,6 +171,15 @@ public final class PendingUploads {
         });
   }
 
+  /** Waits for the magic directories already queued for removal to be gone. */
+  public static void awaitRemovals() throws InterruptedException {
+    try {
+      CLEANER.submit(() -> {}).get();
+    } catch (ExecutionException impossible) {
+      throw new IllegalStateException(impossible);
+    }
+  }
+
   /**
    * Removes the magic directories under {@code dir} named {@code prefix<batch>} of batches up
    * to {@code committed}: what completed batches left when a crash came before their removal.
@@ -139,14 +211,12 @@ public final class PendingUploads {
    * own names are touched: other writers' uploads to the directory go on.
    */
   public static void abort(String magic, String dir, String names) throws IOException {
-    CommitOperations ops = operations(magic);
-    for (SinglePendingCommit commit : load(magic)) {
-      try {
-        ops.abortSingleCommit(commit);
-      } catch (java.io.FileNotFoundException gone) {
-        // Completed before the attempt was cut short (or aborted already): its file is the
-        // sink's to remove, by the batch's record of what it placed.
-      }
+    Configuration conf = Listing.hadoopConf();
+    CommitOperations ops = operations(magic, conf);
+    for (SinglePendingCommit commit : load(magic, conf).values()) {
+      // One completed before the attempt was cut short is the sink's to remove, by the
+      // batch's record of what it placed.
+      abortQuietly(ops, commit);
     }
     for (MultipartUpload upload : ops.listPendingUploadsUnderPath(new Path(dir))) {
       String key = upload.key();
@@ -165,10 +235,12 @@ public final class PendingUploads {
     return "s3a://" + commit.getBucket() + "/" + commit.getDestinationKey();
   }
 
-  private static List<SinglePendingCommit> load(String magic) throws IOException {
+  /** The uploads recorded under {@code magic}, by the path of their record. */
+  private static Map<String, SinglePendingCommit> load(String magic, Configuration conf)
+      throws IOException {
     Path root = new Path(magic);
-    FileSystem fs = root.getFileSystem(Listing.hadoopConf());
-    List<SinglePendingCommit> commits = new ArrayList<>();
+    FileSystem fs = root.getFileSystem(conf);
+    Map<String, SinglePendingCommit> commits = new TreeMap<>();
     if (!fs.exists(root)) {
       return commits;
     }
@@ -176,7 +248,8 @@ public final class PendingUploads {
     while (files.hasNext()) {
       LocatedFileStatus status = files.next();
       if (status.getPath().getName().endsWith(".pending")) {
-        commits.add(
+        commits.put(
+            status.getPath().toUri().getPath(),
             SinglePendingCommit.load(
                 fs, status.getPath(), SinglePendingCommit.serializer(), status));
       }
@@ -184,8 +257,8 @@ public final class PendingUploads {
     return commits;
   }
 
-  private static CommitOperations operations(String path) throws IOException {
-    Configuration conf = Listing.hadoopConf();
+  private static CommitOperations operations(String path, Configuration conf)
+      throws IOException {
     FileSystem fs = new Path(path).getFileSystem(conf);
     if (!(fs instanceof S3AFileSystem s3a)) {
       throw new IOException(path + " is not on S3A: its files are not pending uploads");

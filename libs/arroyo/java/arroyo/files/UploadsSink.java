@@ -1,0 +1,339 @@
+package arroyo.files;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.SparkContext;
+import org.apache.spark.sql.DataFrameWriter;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Observation;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.execution.LogicalRDD$;
+import org.apache.spark.sql.execution.streaming.Sink;
+import org.apache.spark.sql.functions;
+
+/**
+ * The filesystem sink on S3, run in the JVM: a micro-batch's files go straight to their keys
+ * as multipart uploads left pending (under the batch's S3A magic directory, {@code
+ * __magic_job-<sink>-<batch>}, named by {@link NamedFilesProtocol}), and are completed together
+ * when the batch commits ({@link PendingUploads}). No reader sees a file before its batch
+ * commits, nothing is copied, and the batch costs what Spark's own file sink costs: no Python
+ * runs per batch.
+ *
+ * <p>The sink's records ({@link SinkRecords}) say which batch it committed last (one at or
+ * before it is run but not written again) and which files the batch in flight is placing (a
+ * replay removes them before it places its own). A batch's first attempt in this process, or a
+ * replay, first aborts what an earlier attempt left pending.
+ *
+ * <p>Options, set by {@code arroyo.connectors.filesystem.uploads}: {@code path} (the sink's
+ * directory, {@code s3a://}), {@code sink} (its id), {@code name} (the file name template, with
+ * {@code {batch}} and {@code {n}}), {@code own_names} ({@code true} when names hold the sink's
+ * id, so only its own attempts can have taken them), {@code format}, {@code table} and {@code
+ * where} (for errors), {@code state} and {@code state.remote} (see {@link SinkRecords}), and
+ * {@code write.*} (the write's own options).
+ */
+public final class UploadsSink implements Sink {
+  private static final String PROTOCOL_CONF = "spark.sql.sources.commitProtocolClass";
+  // Writes cut short (a bounded run's end stops the batch in flight), aborted again once the
+  // run's queries are gone: Spark's cancelled tasks may go on starting uploads after the
+  // batch's own abort. Each is {magic, dir, names}.
+  private static final List<String[]> CUT_SHORT = new ArrayList<>();
+
+  private final Map<String, String> options;
+  private final List<String> partitions;
+  private final String path;
+  private final String sinkId;
+  private final SinkRecords records;
+  private final Set<Long> attempted = new HashSet<>();
+
+  UploadsSink(Map<String, String> options, List<String> partitions) {
+    this.options = options;
+    this.partitions = partitions;
+    this.path = required("path");
+    this.sinkId = required("sink");
+    this.records = new SinkRecords(required("state"), options.get("state.remote"));
+  }
+
+  private String required(String key) {
+    String value = options.get(key);
+    if (value == null) {
+      throw new IllegalArgumentException("the uploads sink needs the option '" + key + "'");
+    }
+    return value;
+  }
+
+  @Override
+  public void addBatch(long batchId, Dataset<Row> data) {
+    org.apache.spark.sql.classic.Dataset<Row> streamed =
+        (org.apache.spark.sql.classic.Dataset<Row>) data;
+    SparkSession session = streamed.sparkSession();
+    // The batch as a plain (not streaming) frame, as foreachBatch hands it to its function.
+    Dataset<Row> batch =
+        org.apache.spark.sql.classic.Dataset.ofRows(
+            session,
+            LogicalRDD$.MODULE$.fromDataset(
+                streamed.queryExecution().toRdd(), streamed, false));
+    try {
+      if (batchId <= records.committed()) {
+        // Run all the same: a stateful query's batch must run to its end. A crash after the
+        // batch was recorded, before its magic directory went, left that behind.
+        batch.write().format("noop").mode("overwrite").save();
+        PendingUploads.sweep(path, magicPrefix(), records.committed());
+        return;
+      }
+      write(session, batch, batchId);
+    } catch (SinkError named) {
+      throw named;
+    } catch (Exception err) {
+      if (interrupted(err)) {
+        // The query is stopping: Spark tells that from a failure by the interruption.
+        throw UploadsSink.<RuntimeException>rethrow(err);
+      }
+      // Spark's or the store's error, with where the files were going: an object store's
+      // message names neither the endpoint nor, often, the bucket.
+      throw new SinkError(
+          "sink '"
+              + options.getOrDefault("table", "?")
+              + "': cannot write batch "
+              + batchId
+              + " to "
+              + options.getOrDefault("where", path)
+              + ": "
+              + summary(err),
+          err);
+    }
+  }
+
+  private static boolean interrupted(Throwable err) {
+    for (Throwable e = err; e != null; e = e.getCause() == e ? null : e.getCause()) {
+      if (e instanceof InterruptedException
+          || e instanceof java.io.InterruptedIOException
+          || e instanceof java.nio.channels.ClosedByInterruptException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  @SuppressWarnings("unchecked")
+  private static <E extends Throwable> E rethrow(Throwable err) throws E {
+    throw (E) err;
+  }
+
+  private String magicPrefix() {
+    return "__magic_job-" + sinkId + "-";
+  }
+
+  private void write(SparkSession session, Dataset<Row> batch, long batchId)
+      throws IOException, InterruptedException {
+    String magic = path + "/" + magicPrefix() + batchId;
+    String template = required("name").replace("{batch}", String.format("%010d", batchId));
+    String names = template.substring(0, template.indexOf("{n}"));
+    // An earlier attempt of this batch ran in another process (this is the first batch this
+    // one writes) or failed in this one: what it left pending goes first.
+    boolean earlier = attempted.isEmpty() || attempted.contains(batchId);
+    if (attempted.isEmpty()) {
+      requireMagicPaths(session);
+      PendingUploads.sweep(path, magicPrefix(), records.committed());
+    }
+    attempted.add(batchId);
+    if (earlier) {
+      // The magic directory an earlier attempt here completed is removed in the background:
+      // gone before this attempt writes into it again.
+      PendingUploads.awaitRemovals();
+      PendingUploads.abort(magic, path, names);
+      records.removePlaced(batchId, path, "part-" + sinkId + "-" + String.format("%010d", batchId));
+    }
+    // Spark's first task writes a file even without rows (for the format's schema): the
+    // batch observes its lowest task with rows, to drop that file when the first had none.
+    // Partitioned writes open files only for rows.
+    Observation first = partitions.isEmpty() ? new Observation() : null;
+    Dataset<Row> frame =
+        first == null
+            ? batch
+            : batch.observe(first, functions.min(functions.spark_partition_id()).alias("first"));
+    try {
+      save(session, frame, magic, template);
+    } catch (Exception | Error err) {
+      // A failed or interrupted write: its uploads would otherwise stay pending, stored and
+      // billed, until the batch is replayed, and a run that ends is not replayed.
+      try {
+        PendingUploads.abort(magic, path, names);
+      } catch (Exception ignored) {
+        // Remembered below, and aborted at the replay.
+      }
+      synchronized (CUT_SHORT) {
+        CUT_SHORT.add(new String[] {magic, path, names});
+      }
+      throw err;
+    }
+    try {
+      place(session, batchId, magic, template, first);
+    } catch (Exception | Error err) {
+      // Not placed: nothing of the batch stays pending (what it placed already, the replay
+      // removes by its record).
+      try {
+        PendingUploads.abort(magic, path, names);
+      } catch (Exception ignored) {
+        // Aborted at the replay.
+      }
+      throw err;
+    }
+    records.commit(batchId);
+  }
+
+  /** Completes the uploads of the committed tasks, recording first where they go. */
+  private void place(
+      SparkSession session, long batchId, String magic, String template, Observation first)
+      throws IOException, InterruptedException {
+    PendingUploads pending = PendingUploads.of(magic, NamedFilesProtocol.committed(magic));
+    String root = path + "/";
+    List<String> dropped = new ArrayList<>();
+    if (first != null && firstTaskEmpty(first)) {
+      dropped.add(root + template.replace("{n}", "00000"));
+    }
+    List<String> targets = new ArrayList<>();
+    for (String uri : pending.destinations()) {
+      if (!dropped.contains(uri)) {
+        targets.add(uri.substring(root.length()));
+      }
+    }
+    targets.sort(null);
+    if (!"true".equals(options.get("own_names"))) {
+      refuseTaken(session, targets);
+    }
+    records.placing(batchId, targets);
+    pending.complete(dropped.toArray(new String[0]));
+  }
+
+  /** Refuses a bucket whose S3A client would write the magic paths as they are. */
+  private void requireMagicPaths(SparkSession session) throws IOException {
+    Path dir = new Path(path);
+    FileSystem fs = dir.getFileSystem(session.sessionState().newHadoopConf());
+    if (!fs.hasPathCapability(dir, "fs.s3a.capability.magic.committer")) {
+      throw new SinkError(
+          "sink '"
+              + options.getOrDefault("table", "?")
+              + "': S3A's magic committer is off for "
+              + path
+              + " (fs.s3a.committer.magic.enabled): its files would be visible before their"
+              + " batch commits",
+          null);
+    }
+  }
+
+  private void save(SparkSession session, Dataset<Row> frame, String magic, String template) {
+    String before = session.conf().getOption(PROTOCOL_CONF).getOrElse(() -> null);
+    // The query's own session (a stream runs in a clone): other queries keep Spark's protocol.
+    session.conf().set(PROTOCOL_CONF, NamedFilesProtocol.class.getName());
+    try {
+      DataFrameWriter<Row> writer =
+          frame.write().format(required("format")).mode("append").option(NamedFilesProtocol.NAME, template);
+      for (Map.Entry<String, String> option : options.entrySet()) {
+        if (option.getKey().startsWith("write.")) {
+          writer = writer.option(option.getKey().substring("write.".length()), option.getValue());
+        }
+      }
+      if (!partitions.isEmpty()) {
+        writer = writer.partitionBy(partitions.toArray(new String[0]));
+      }
+      writer.save(magic);
+    } finally {
+      if (before == null) {
+        session.conf().unset(PROTOCOL_CONF);
+      } else {
+        session.conf().set(PROTOCOL_CONF, before);
+      }
+    }
+  }
+
+  private static boolean firstTaskEmpty(Observation first) throws InterruptedException {
+    Object lowest = first.getAsJava().get("first");
+    return lowest == null || ((Number) lowest).intValue() > 0;
+  }
+
+  private void refuseTaken(SparkSession session, List<String> targets) throws IOException {
+    FileSystem fs = new Path(path).getFileSystem(session.sessionState().newHadoopConf());
+    for (String target : targets) {
+      Path file = new Path(path + "/" + target);
+      if (fs.exists(file)) {
+        // Not this sink's (its own were removed above): another pipeline's, or a run's before
+        // this one started afresh. Replacing it would lose that data.
+        throw new SinkError(
+            "sink '"
+                + options.getOrDefault("table", "?")
+                + "': "
+                + file
+                + " exists and is not this pipeline's (filename.strategy = '"
+                + options.getOrDefault("strategy", "?")
+                + "' names files by batch alone; write to a fresh path or use the default"
+                + " names or 'uuid')",
+            null);
+      }
+    }
+  }
+
+  /** What went wrong, in a line: the exception, and its root cause when that says more. */
+  static String summary(Throwable err) {
+    String outer = firstLine(err.toString());
+    Throwable root = err;
+    while (root.getCause() != null && root.getCause() != root) {
+      root = root.getCause();
+    }
+    String inner = firstLine(root.toString());
+    return root == err || outer.contains(inner) ? outer : outer + " (caused by " + inner + ")";
+  }
+
+  private static String firstLine(String text) {
+    int end = text.indexOf('\n');
+    return end < 0 ? text : text.substring(0, end);
+  }
+
+  /**
+   * Aborts the uploads of the writes cut short in this JVM, once Spark's tasks are gone (at
+   * most {@code waitMillis}): the runner's end, when every query has stopped.
+   */
+  public static void abortCutShort(long waitMillis) throws InterruptedException {
+    List<String[]> cut;
+    synchronized (CUT_SHORT) {
+      cut = new ArrayList<>(CUT_SHORT);
+      CUT_SHORT.clear();
+    }
+    if (cut.isEmpty()) {
+      return;
+    }
+    long deadline = System.currentTimeMillis() + waitMillis;
+    SparkContext context = SparkContext.getOrCreate();
+    while (context.statusTracker().getActiveStageIds().length > 0
+        && System.currentTimeMillis() < deadline) {
+      Thread.sleep(100);
+    }
+    for (String[] write : cut) {
+      try {
+        PendingUploads.abort(write[0], write[1], write[2]);
+      } catch (IOException | RuntimeException e) {
+        // Aborted at the batch's replay, or by the bucket's lifecycle rule.
+      }
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "ArroyoUploadsSink[" + path + "]";
+  }
+
+  /** A sink error whose message says what and where; the runner shows the message. */
+  public static final class SinkError extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    SinkError(String message, Throwable cause) {
+      super(message, cause);
+    }
+  }
+}
