@@ -9,7 +9,6 @@ micro-batch is a checkpoint: running again on the same state directory resumes a
 from __future__ import annotations
 
 import os
-import queue
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -20,13 +19,6 @@ from typing import Any
 
 import structlog
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.streaming.listener import (
-    QueryIdleEvent,
-    QueryProgressEvent,
-    QueryStartedEvent,
-    QueryTerminatedEvent,
-    StreamingQueryListener,
-)
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
@@ -51,6 +43,7 @@ from arroyo.engine.plans import (
     stateful_operator,
     without_event_time,
 )
+from arroyo.engine.progress import ProgressFeed
 from arroyo.engine.session import (
     PROVIDER_CLASS,
     ROCKSDB_PROVIDER,
@@ -133,30 +126,6 @@ class _Watched:
         return self.flushed or not self.stateful
 
 
-class _ProgressListener(StreamingQueryListener):
-    """Hands every committed batch's progress to the runner, in order, none skipped.
-
-    Spark calls it on its listener bus after each batch; polling ``recentProgress`` instead would
-    re-parse up to a hundred reports per poll and could miss batches between polls."""
-
-    def __init__(self) -> None:
-        self.events: queue.Queue[Any] = queue.Queue()
-        self.arrived = threading.Event()
-
-    def onQueryStarted(self, event: QueryStartedEvent) -> None:
-        pass
-
-    def onQueryProgress(self, event: QueryProgressEvent) -> None:
-        self.events.put(event.progress)
-        self.arrived.set()
-
-    def onQueryIdle(self, event: QueryIdleEvent) -> None:
-        pass
-
-    def onQueryTerminated(self, event: QueryTerminatedEvent) -> None:
-        pass
-
-
 class PipelineRunner:
     """Runs one program in a SparkSession. Call ``start`` then ``wait``; ``stop`` from any thread.
 
@@ -199,11 +168,11 @@ class PipelineRunner:
         self._sources: list[tuple[AnyConnector, TableSpec, ConnectorOptions]] = []
         self._stop_requested = threading.Event()
         self._graceful_stop = True
-        self._listener = _ProgressListener()
+        self._progress = ProgressFeed(spark)
         self._state_rows_counted = state_rows_counted(spark)
 
     def start(self) -> None:
-        self.spark.streams.addListener(self._listener)
+        self._progress.attach()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         if self.remote is not None:
             from arroyo.connectors.storage import configure
@@ -236,7 +205,7 @@ class PipelineRunner:
             # A query refused at start leaves none of the pipeline's others running.
             for w in self._watched:
                 w.query.stop()
-            self.spark.streams.removeListener(self._listener)
+            self._progress.detach()
             raise
 
     def _start_query(self, index: int, spec: SinkQuery) -> _Watched:
@@ -414,18 +383,10 @@ class PipelineRunner:
                 raise JobFailedError(_user_message(causes)) from error
 
     def _await_progress(self, seconds: float) -> None:
-        self._listener.arrived.wait(seconds)
-        self._listener.arrived.clear()
+        self._progress.wait(seconds)
 
     def _poll_progress(self) -> None:
-        def delivered() -> Iterator[Any]:
-            while True:
-                try:
-                    yield self._listener.events.get_nowait()
-                except queue.Empty:
-                    return
-
-        self._take_progress(delivered())
+        self._take_progress(self._progress.take())
 
     def _catch_up_progress(self) -> None:
         """Spark's listener bus delivers progress asynchronously, so when the queries have
@@ -516,7 +477,7 @@ class PipelineRunner:
             log.warning("sink_still_writing", waited_s=_GRACEFUL_STOP_SECONDS)
         self._poll_progress()
         self._catch_up_progress()
-        self.spark.streams.removeListener(self._listener)
+        self._progress.detach()
         tables = [*self.program.sources, *(q.sink for q in self.program.queries)]
         for name in {t.connector for t in tables}:
             conn = connector(name)

@@ -3,11 +3,11 @@ multipart upload left pending, and the sink completes a batch's uploads when it 
 batch. No reader sees a file before its batch commits, and nothing is copied: a staged batch's
 move into place is a server-side copy of every file on S3.
 
-The batch runs in the JVM (``arroyo.files.UploadsSink``, a Spark streaming sink), so that
-writing a batch costs what Spark's own file sink costs: a Python function per batch
-(foreachBatch) costs a sixth of the throughput here (bench/storage.py). Python prepares the
-stream (partition columns, the format's encoding) and the sink's options; the JVM keeps the
-sink's records in the same files the staged way does.
+The batch runs in the JVM (``arroyo.files.UploadsSink``, a Spark streaming sink that writes
+a batch's plan as Spark's own file sink does), so that writing a batch costs what Spark's file
+sink costs: a Python function per batch (foreachBatch) costs a sixth of the throughput here
+(bench/storage.py). Python prepares the stream (partition columns, the format's encoding) and
+the sink's options; the JVM keeps the sink's records in the same files the staged way does.
 
 Spark writes under an S3A "magic" directory, ``__magic_job-<sink>-<batch>/<task attempt>/
 __base/``, hidden from readers by its leading '_': S3A turns each file created there into an
@@ -16,9 +16,9 @@ upload to the same path without the magic part, pending, with its parts recorded
 batch's name, numbered by the task that wrote it); the uploads of the task attempts Spark
 committed are completed, all others aborted (``arroyo.files.PendingUploads``).
 
-Spark's first task writes a file even when it has no rows (for a format's schema); the batch
-observes its lowest task with rows, and that file's upload is aborted when the first task had
-none, so a batch without rows leaves no file, as on local disk."""
+Spark's first task writes a file even when it has no rows (for a format's schema); the write
+counts the rows of each file (``arroyo.files.EmptyFiles``) and the uploads of files without
+rows are aborted, so a batch without rows leaves no file, as on local disk."""
 
 from __future__ import annotations
 

@@ -21,29 +21,29 @@ import scala.collection.immutable.Seq;
  * record of their uploads: the driver completes only those of the attempts Spark committed
  * ({@link #committed}), and an attempt that fails aborts its own.
  *
- * <p>Names come from the write's option {@value #NAME}, a template in which {@code {n}} is the
+ * <p>Names come from the protocol's template, in which {@code {n}} is the
  * file's number: the task's partition (five digits), then {@code -<k>} for the task's k-th file
  * in a directory after its first there. The same batch written again names its files the same.
  */
 public final class NamedFilesProtocol extends FileCommitProtocol implements Serializable {
   private static final long serialVersionUID = 1L;
-  public static final String NAME = "arroyo.files.name";
-
-  // The attempts each finished job committed, by its path, until the sink takes them.
-  private static final java.util.Map<String, java.util.List<Attempt>> COMMITTED =
-      new java.util.concurrent.ConcurrentHashMap<>();
 
   /** A task attempt Spark committed: its directory under the job's path and its file count. */
   public record Attempt(String dir, int files) implements Serializable {}
 
   private final String path;
+  private final String template;
   private transient java.util.Map<String, Integer> opened;
+  // The attempts Spark committed, on the driver once the job is.
+  private transient java.util.List<Attempt> committed;
 
-  public NamedFilesProtocol(String jobId, String path, boolean dynamicPartitionOverwrite) {
-    if (dynamicPartitionOverwrite) {
-      throw new IllegalArgumentException("NamedFilesProtocol never overwrites partitions");
+  /** A write under {@code path} whose files are named by {@code template}. */
+  public NamedFilesProtocol(String path, String template) {
+    if (!template.contains("{n}")) {
+      throw new IllegalArgumentException("a file name template needs {n}: " + template);
     }
     this.path = path;
+    this.template = template;
   }
 
   @Override
@@ -56,16 +56,15 @@ public final class NamedFilesProtocol extends FileCommitProtocol implements Seri
     while (it.hasNext()) {
       attempts.add((Attempt) it.next().obj());
     }
-    COMMITTED.put(path, attempts);
+    committed = attempts;
   }
 
-  /** The attempts of the job that wrote under {@code path} that Spark committed, once. */
-  public static java.util.List<Attempt> committed(String path) {
-    java.util.List<Attempt> attempts = COMMITTED.remove(path);
-    if (attempts == null) {
-      throw new IllegalStateException("no committed write under " + path);
+  /** The task attempts Spark committed (on the driver, once the job is). */
+  public java.util.List<Attempt> committed() {
+    if (committed == null) {
+      throw new IllegalStateException("the write under " + path + " was not committed");
     }
-    return attempts;
+    return committed;
   }
 
   @Override
@@ -83,10 +82,6 @@ public final class NamedFilesProtocol extends FileCommitProtocol implements Seri
 
   @Override
   public String newTaskTempFile(TaskAttemptContext task, Option<String> dir, FileNameSpec spec) {
-    String template = task.getConfiguration().get(NAME);
-    if (template == null || !template.contains("{n}")) {
-      throw new IllegalStateException("a NamedFilesProtocol write needs the option " + NAME);
-    }
     int partition = task.getTaskAttemptID().getTaskID().getId();
     String under = dir.isDefined() ? partitionDir(dir.get()) : "";
     if (opened == null) {

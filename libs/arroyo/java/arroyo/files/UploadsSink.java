@@ -1,6 +1,7 @@
 package arroyo.files;
 
 import java.io.IOException;
+import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -9,14 +10,23 @@ import java.util.Set;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.SparkContext;
-import org.apache.spark.sql.DataFrameWriter;
 import org.apache.spark.sql.Dataset;
-import org.apache.spark.sql.Observation;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.classic.SparkSession;
-import org.apache.spark.sql.execution.LogicalRDD$;
 import org.apache.spark.sql.execution.streaming.Sink;
-import org.apache.spark.sql.functions;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.execution.QueryExecution;
+import org.apache.spark.sql.execution.datasources.FileFormat;
+import org.apache.spark.sql.execution.datasources.FileFormatWriter;
+import org.apache.spark.sql.execution.datasources.WriteJobStatsTracker;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.execution.datasources.text.TextFileFormat;
+import scala.Option;
+import scala.collection.Iterator;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.AbstractFunction1;
+import scala.runtime.BoxedUnit;
 
 /**
  * The filesystem sink on S3, run in the JVM: a micro-batch's files go straight to their keys
@@ -39,7 +49,6 @@ import org.apache.spark.sql.functions;
  * {@code write.*} (the write's own options).
  */
 public final class UploadsSink implements Sink {
-  private static final String PROTOCOL_CONF = "spark.sql.sources.commitProtocolClass";
   // Writes cut short (a bounded run's end stops the batch in flight), aborted again once the
   // run's queries are gone: Spark's cancelled tasks may go on starting uploads after the
   // batch's own abort. Each is {magic, dir, names}.
@@ -70,20 +79,14 @@ public final class UploadsSink implements Sink {
 
   @Override
   public void addBatch(long batchId, Dataset<Row> data) {
-    org.apache.spark.sql.classic.Dataset<Row> streamed =
+    org.apache.spark.sql.classic.Dataset<Row> batch =
         (org.apache.spark.sql.classic.Dataset<Row>) data;
-    SparkSession session = streamed.sparkSession();
-    // The batch as a plain (not streaming) frame, as foreachBatch hands it to its function.
-    Dataset<Row> batch =
-        org.apache.spark.sql.classic.Dataset.ofRows(
-            session,
-            LogicalRDD$.MODULE$.fromDataset(
-                streamed.queryExecution().toRdd(), streamed, false));
+    SparkSession session = batch.sparkSession();
     try {
       if (batchId <= records.committed()) {
         // Run all the same: a stateful query's batch must run to its end. A crash after the
         // batch was recorded, before its magic directory went, left that behind.
-        batch.write().format("noop").mode("overwrite").save();
+        batch.queryExecution().executedPlan().execute().foreachPartition(new Consume());
         PendingUploads.sweep(path, magicPrefix(), records.committed());
         return;
       }
@@ -130,7 +133,8 @@ public final class UploadsSink implements Sink {
     return "__magic_job-" + sinkId + "-";
   }
 
-  private void write(SparkSession session, Dataset<Row> batch, long batchId)
+  private void write(
+      SparkSession session, org.apache.spark.sql.classic.Dataset<Row> batch, long batchId)
       throws IOException, InterruptedException {
     String magic = path + "/" + magicPrefix() + batchId;
     String template = required("name").replace("{batch}", String.format("%010d", batchId));
@@ -150,16 +154,10 @@ public final class UploadsSink implements Sink {
       PendingUploads.abort(magic, path, names);
       records.removePlaced(batchId, path, "part-" + sinkId + "-" + String.format("%010d", batchId));
     }
-    // Spark's first task writes a file even without rows (for the format's schema): the
-    // batch observes its lowest task with rows, to drop that file when the first had none.
-    // Partitioned writes open files only for rows.
-    Observation first = partitions.isEmpty() ? new Observation() : null;
-    Dataset<Row> frame =
-        first == null
-            ? batch
-            : batch.observe(first, functions.min(functions.spark_partition_id()).alias("first"));
+    EmptyFiles empty = new EmptyFiles();
+    NamedFilesProtocol protocol = new NamedFilesProtocol(magic, template);
     try {
-      save(session, frame, magic, template);
+      save(session, batch, magic, protocol, empty);
     } catch (Exception | Error err) {
       // A failed or interrupted write: its uploads would otherwise stay pending, stored and
       // billed, until the batch is replayed, and a run that ends is not replayed.
@@ -174,7 +172,7 @@ public final class UploadsSink implements Sink {
       throw err;
     }
     try {
-      place(session, batchId, magic, template, first);
+      place(session, batchId, magic, protocol.committed(), empty.found());
     } catch (Exception | Error err) {
       // Not placed: nothing of the batch stays pending (what it placed already, the replay
       // removes by its record).
@@ -190,13 +188,18 @@ public final class UploadsSink implements Sink {
 
   /** Completes the uploads of the committed tasks, recording first where they go. */
   private void place(
-      SparkSession session, long batchId, String magic, String template, Observation first)
-      throws IOException, InterruptedException {
-    PendingUploads pending = PendingUploads.of(magic, NamedFilesProtocol.committed(magic));
+      SparkSession session,
+      long batchId,
+      String magic,
+      List<NamedFilesProtocol.Attempt> committed,
+      List<String> empty)
+      throws IOException {
+    PendingUploads pending = PendingUploads.of(magic, committed);
     String root = path + "/";
+    // Spark's first task writes a file even without rows (for the format's schema): dropped.
     List<String> dropped = new ArrayList<>();
-    if (first != null && firstTaskEmpty(first)) {
-      dropped.add(root + template.replace("{n}", "00000"));
+    for (String file : empty) {
+      dropped.add(root + file.substring(file.indexOf("/__base/") + "/__base/".length()));
     }
     List<String> targets = new ArrayList<>();
     for (String uri : pending.destinations()) {
@@ -228,34 +231,72 @@ public final class UploadsSink implements Sink {
     }
   }
 
-  private void save(SparkSession session, Dataset<Row> frame, String magic, String template) {
-    String before = session.conf().getOption(PROTOCOL_CONF).getOrElse(() -> null);
-    // The query's own session (a stream runs in a clone): other queries keep Spark's protocol.
-    session.conf().set(PROTOCOL_CONF, NamedFilesProtocol.class.getName());
-    try {
-      DataFrameWriter<Row> writer =
-          frame.write().format(required("format")).mode("append").option(NamedFilesProtocol.NAME, template);
-      for (Map.Entry<String, String> option : options.entrySet()) {
-        if (option.getKey().startsWith("write.")) {
-          writer = writer.option(option.getKey().substring("write.".length()), option.getValue());
-        }
-      }
-      if (!partitions.isEmpty()) {
-        writer = writer.partitionBy(partitions.toArray(new String[0]));
-      }
-      writer.save(magic);
-    } finally {
-      if (before == null) {
-        session.conf().unset(PROTOCOL_CONF);
-      } else {
-        session.conf().set(PROTOCOL_CONF, before);
+  /**
+   * Writes the batch's rows under {@code magic}, as Spark's file sink writes a batch (its plan
+   * as it is, not planned again), with the files named by {@code protocol}.
+   */
+  private void save(
+      SparkSession session,
+      org.apache.spark.sql.classic.Dataset<Row> batch,
+      String magic,
+      NamedFilesProtocol protocol,
+      EmptyFiles empty) {
+    java.util.Map<String, String> written = new java.util.HashMap<>();
+    for (Map.Entry<String, String> option : options.entrySet()) {
+      if (option.getKey().startsWith("write.")) {
+        written.put(option.getKey().substring("write.".length()), option.getValue());
       }
     }
+    scala.collection.immutable.Map<String, String> writeOptions = scalaMap(written);
+    List<Attribute> columns = new ArrayList<>();
+    for (String name : partitions) {
+      columns.add(column(batch, name));
+    }
+    QueryExecution qe = batch.queryExecution();
+    FileFormat format =
+        "parquet".equals(required("format")) ? new ParquetFileFormat() : new TextFileFormat();
+    FileFormatWriter.write(
+        session,
+        qe.executedPlan(),
+        format,
+        protocol,
+        new FileFormatWriter.OutputSpec(magic, scalaMap(Map.of()), qe.analyzed().output()),
+        session.sessionState().newHadoopConfWithOptions(writeOptions),
+        CollectionConverters.asScala(columns).toList(),
+        Option.empty(),
+        CollectionConverters.asScala(List.<WriteJobStatsTracker>of(empty)).toList(),
+        writeOptions,
+        0);
   }
 
-  private static boolean firstTaskEmpty(Observation first) throws InterruptedException {
-    Object lowest = first.getAsJava().get("first");
-    return lowest == null || ((Number) lowest).intValue() > 0;
+  private static Attribute column(org.apache.spark.sql.classic.Dataset<Row> batch, String name) {
+    scala.collection.Iterator<Attribute> it = batch.logicalPlan().output().iterator();
+    while (it.hasNext()) {
+      Attribute attribute = it.next();
+      if (attribute.name().equals(name)) {
+        return attribute;
+      }
+    }
+    throw new IllegalArgumentException("no partition column " + name + " in the batch");
+  }
+
+  private static <K, V> scala.collection.immutable.Map<K, V> scalaMap(Map<K, V> map) {
+    return scala.collection.immutable.Map$.MODULE$.from(CollectionConverters.asScala(map));
+  }
+
+  /** Reads a partition's rows and nothing more. */
+  private static final class Consume
+      extends AbstractFunction1<Iterator<InternalRow>, BoxedUnit>
+      implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    @Override
+    public BoxedUnit apply(Iterator<InternalRow> rows) {
+      while (rows.hasNext()) {
+        rows.next();
+      }
+      return BoxedUnit.UNIT;
+    }
   }
 
   private void refuseTaken(SparkSession session, List<String> targets) throws IOException {

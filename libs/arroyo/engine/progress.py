@@ -1,0 +1,42 @@
+"""Each committed micro-batch's progress, handed to the runner in order, none skipped.
+
+Spark tells a listener after each batch; polling ``recentProgress`` instead would re-parse up
+to a hundred reports per poll and could miss batches between polls. The listener runs in the
+JVM (``arroyo.engine.ProgressFeed``) and keeps each report as Spark's JSON: one written in
+Python has PySpark read each report field by field from the JVM, dozens of calls per batch that
+take the cores the batch's tasks need (bench/storage.py measured it)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pyspark.sql import SparkSession
+from pyspark.sql.streaming.listener import StreamingQueryProgress
+
+
+class ProgressFeed:
+    """The progress of every query of ``spark``, from ``attach`` to ``detach``."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        jvm: Any = spark.sparkContext._jvm
+        self._streams: Any = spark._jsparkSession.streams()
+        self._feed: Any = jvm.arroyo.engine.ProgressFeed()
+        self._arrived: list[str] = []
+
+    def attach(self) -> None:
+        self._streams.addListener(self._feed)
+
+    def detach(self) -> None:
+        self._streams.removeListener(self._feed)
+
+    def wait(self, seconds: float) -> None:
+        """Returns when progress arrived, or after ``seconds``."""
+        if not self._arrived:
+            self._arrived.extend(self._feed.take(max(1, int(seconds * 1000))))
+
+    def take(self) -> list[StreamingQueryProgress]:
+        """The progress that arrived since the last call, oldest first."""
+        arrived = [*self._arrived, *self._feed.take(0)]
+        self._arrived.clear()
+        return [StreamingQueryProgress.fromJson(json.loads(text)) for text in arrived]
