@@ -39,4 +39,24 @@ class ProgressFeed:
         """The progress that arrived since the last call, oldest first."""
         arrived = [*self._arrived, *self._feed.take(0)]
         self._arrived.clear()
-        return [StreamingQueryProgress.fromJson(json.loads(text)) for text in arrived]
+        return [parse(text) for text in arrived]
+
+
+# Keys PySpark's parser reads without checking, which Spark leaves out of a source's report
+# when their value is not a number (a rate over no time).
+_SOURCE_KEYS = ("inputRowsPerSecond", "processedRowsPerSecond", "numInputRows")
+_OFFSETS = ("startOffset", "endOffset", "latestOffset")
+
+
+def parse(text: str) -> StreamingQueryProgress:
+    """A report as PySpark's listener events hold it, with each source's offsets as Spark's
+    JSON (PySpark's parser would spell a parsed offset as Python's repr of it)."""
+    report = json.loads(text)
+    for source in report.get("sources", []):
+        for key in (*_SOURCE_KEYS, *_OFFSETS):
+            source.setdefault(key, None)
+        for key in _OFFSETS:
+            value = source.get(key)
+            if isinstance(value, dict | list):
+                source[key] = json.dumps(value, separators=(",", ":"))
+    return StreamingQueryProgress.fromJson(report)

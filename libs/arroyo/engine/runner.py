@@ -172,7 +172,6 @@ class PipelineRunner:
         self._state_rows_counted = state_rows_counted(spark)
 
     def start(self) -> None:
-        self._progress.attach()
         self.state_dir.mkdir(parents=True, exist_ok=True)
         if self.remote is not None:
             from arroyo.connectors.storage import configure
@@ -180,9 +179,11 @@ class PipelineRunner:
             configure(self.spark, self.remote.location)
             self.remote.restore()
             attach(self.remote)
+        self._progress.attach()
         try:
             self._prepare()
         except BaseException:
+            self._progress.detach()
             if self.remote is not None:
                 detach(self.remote)
             raise
@@ -205,7 +206,6 @@ class PipelineRunner:
             # A query refused at start leaves none of the pipeline's others running.
             for w in self._watched:
                 w.query.stop()
-            self._progress.detach()
             raise
 
     def _start_query(self, index: int, spec: SinkQuery) -> _Watched:
@@ -568,15 +568,16 @@ def _user_message(causes: list[str]) -> str:
         raised = _python_exception(text)
         if raised is not None:
             return raised
-        if text.startswith(_JVM_SINK_ERROR):
-            # A sink run in the JVM (arroyo.files.UploadsSink) names what and where itself.
-            return text.removeprefix(_JVM_SINK_ERROR).splitlines()[0]
     for marker in (UDF_ERROR, "bad data in table", "USER_RAISED_EXCEPTION"):
         for text in causes:
             idx = text.find(marker)
             if idx >= 0:
                 line = text[idx:].splitlines()[0]
                 return line.replace("[USER_RAISED_EXCEPTION] ", "")
+    for text in causes:
+        if text.startswith(_JVM_SINK_ERROR):
+            # A sink run in the JVM (arroyo.files.UploadsSink) names what and where itself.
+            return text.removeprefix(_JVM_SINK_ERROR).splitlines()[0]
     for text in reversed(causes):
         first = text.splitlines()[0] if text else ""
         if first.strip():

@@ -125,7 +125,10 @@ public final class NamedFilesProtocol extends FileCommitProtocol implements Seri
 
   private static String attemptDir(TaskAttemptContext task) {
     org.apache.hadoop.mapreduce.TaskAttemptID id = task.getTaskAttemptID();
-    return "task-" + id.getTaskID().getId() + "-" + id.getId();
+    // Spark's attempt ids start again with each driver: the job's id keeps apart an executor
+    // a killed driver left running.
+    String job = task.getConfiguration().get("spark.sql.sources.writeJobUUID", "");
+    return "task-" + job + "-" + id.getTaskID().getId() + "-" + id.getId();
   }
 
   @Override

@@ -73,7 +73,12 @@ public final class PendingUploads {
         kept.add(entry.getValue());
         found.merge(attempt, 1, Integer::sum);
       } else {
-        abortQuietly(ops, entry.getValue());
+        // An attempt Spark did not commit (failed, or a copy of one that was).
+        try {
+          ops.abortSingleCommit(entry.getValue());
+        } catch (IOException | RuntimeException ignored) {
+          // Pending, never visible: aborted by the bucket's lifecycle rule.
+        }
       }
     }
     for (Map.Entry<String, Integer> attempt : expected.entrySet()) {
@@ -131,19 +136,28 @@ public final class PendingUploads {
    */
   public void complete(String[] dropped) throws IOException {
     Set<String> drop = Set.of(dropped);
-    ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, Math.min(8, commits.size())));
+    List<SinglePendingCommit> kept = new ArrayList<>();
+    for (SinglePendingCommit commit : commits) {
+      if (drop.contains(destination(commit))) {
+        // Never to be seen; a failure to abort it leaves it pending, not visible.
+        try {
+          ops.abortSingleCommit(commit);
+        } catch (IOException | RuntimeException ignored) {
+          // Aborted by the bucket's lifecycle rule.
+        }
+      } else {
+        kept.add(commit);
+      }
+    }
+    ExecutorService pool = Executors.newFixedThreadPool(Math.max(1, Math.min(8, kept.size())));
     try {
       List<Future<?>> done = new ArrayList<>();
-      for (SinglePendingCommit commit : commits) {
+      for (SinglePendingCommit commit : kept) {
         done.add(
             pool.submit(
                 () -> {
                   try {
-                    if (drop.contains(destination(commit))) {
-                      ops.abortSingleCommit(commit);
-                    } else {
-                      ops.commitOrFail(commit);
-                    }
+                    ops.commitOrFail(commit);
                   } catch (IOException e) {
                     throw new UncheckedIOException(e);
                   }
@@ -154,7 +168,10 @@ public final class PendingUploads {
       }
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
-      throw new IOException("interrupted while completing uploads under " + magic, e);
+      java.io.InterruptedIOException stop =
+          new java.io.InterruptedIOException("interrupted while completing uploads under " + magic);
+      stop.initCause(e);
+      throw stop;
     } catch (ExecutionException e) {
       Throwable cause = e.getCause() instanceof UncheckedIOException u ? u.getCause() : e;
       throw cause instanceof IOException io ? io : new IOException(cause);
@@ -195,6 +212,8 @@ public final class PendingUploads {
       if (status.isDirectory() && name.startsWith(prefix)) {
         try {
           if (Long.parseLong(name.substring(prefix.length())) <= committed) {
+            // A task that closed its file after its batch completed left an upload here.
+            abortUnder(status.getPath().toString(), fs.getConf());
             fs.delete(status.getPath(), true);
           }
         } catch (NumberFormatException other) {

@@ -53,6 +53,14 @@ public final class UploadsSink implements Sink {
   // run's queries are gone: Spark's cancelled tasks may go on starting uploads after the
   // batch's own abort. Each is {magic, dir, names}.
   private static final List<String[]> CUT_SHORT = new ArrayList<>();
+  // Where batches are completed, out of reach of the interrupt that stops a query.
+  private static final java.util.concurrent.ExecutorService PLACING =
+      java.util.concurrent.Executors.newCachedThreadPool(
+          r -> {
+            Thread t = new Thread(r, "arroyo-uploads-placing");
+            t.setDaemon(true);
+            return t;
+          });
 
   private final Map<String, String> options;
   private final List<String> partitions;
@@ -94,9 +102,11 @@ public final class UploadsSink implements Sink {
     } catch (SinkError named) {
       throw named;
     } catch (Exception err) {
-      if (interrupted(err)) {
-        // The query is stopping: Spark tells that from a failure by the interruption.
-        throw UploadsSink.<RuntimeException>rethrow(err);
+      if (stopping(err)) {
+        // The query is stopping: Spark tells that from a failure by an interruption.
+        InterruptedException stop = new InterruptedException("sink stopped in batch " + batchId);
+        stop.initCause(err);
+        throw UploadsSink.<RuntimeException>rethrow(stop);
       }
       // Spark's or the store's error, with where the files were going: an object store's
       // message names neither the endpoint nor, often, the bucket.
@@ -113,11 +123,21 @@ public final class UploadsSink implements Sink {
     }
   }
 
-  private static boolean interrupted(Throwable err) {
+  /**
+   * Whether {@code err} is the query's stop reaching the sink: the thread's interruption, or
+   * the cancelled job it interrupted. Not a store's time-out, although S3A's are {@code
+   * InterruptedIOException}s too.
+   */
+  private static boolean stopping(Throwable err) {
+    if (Thread.currentThread().isInterrupted()) {
+      return true;
+    }
     for (Throwable e = err; e != null; e = e.getCause() == e ? null : e.getCause()) {
       if (e instanceof InterruptedException
-          || e instanceof java.io.InterruptedIOException
-          || e instanceof java.nio.channels.ClosedByInterruptException) {
+          || e instanceof java.nio.channels.ClosedByInterruptException
+          || e.getClass() == java.io.InterruptedIOException.class
+          || (e instanceof org.apache.spark.SparkException
+              && String.valueOf(e.getMessage()).contains("cancelled job group"))) {
         return true;
       }
     }
@@ -171,38 +191,48 @@ public final class UploadsSink implements Sink {
       }
       throw err;
     }
+    PendingUploads pending;
+    List<String> dropped = new ArrayList<>();
     try {
-      place(session, batchId, magic, protocol.committed(), empty.found());
+      pending = prepare(session, batchId, magic, protocol.committed(), empty.found(), dropped);
     } catch (Exception | Error err) {
-      // Not placed: nothing of the batch stays pending (what it placed already, the replay
-      // removes by its record).
+      // Not placed: nothing of the batch stays pending.
       try {
         PendingUploads.abort(magic, path, names);
       } catch (Exception ignored) {
-        // Aborted at the replay.
+        // Remembered below, and aborted at the replay.
+      }
+      synchronized (CUT_SHORT) {
+        CUT_SHORT.add(new String[] {magic, path, names});
       }
       throw err;
     }
-    records.commit(batchId);
+    place(batchId, pending, dropped);
   }
 
-  /** Completes the uploads of the committed tasks, recording first where they go. */
-  private void place(
+  /**
+   * The uploads of the committed tasks, their destinations recorded first (a replay removes
+   * them); the files without rows go in {@code dropped}.
+   */
+  private PendingUploads prepare(
       SparkSession session,
       long batchId,
       String magic,
       List<NamedFilesProtocol.Attempt> committed,
-      List<String> empty)
+      List<String> empty,
+      List<String> dropped)
       throws IOException {
     PendingUploads pending = PendingUploads.of(magic, committed);
     String root = path + "/";
     // Spark's first task writes a file even without rows (for the format's schema): dropped.
-    List<String> dropped = new ArrayList<>();
     for (String file : empty) {
       dropped.add(root + file.substring(file.indexOf("/__base/") + "/__base/".length()));
     }
     List<String> targets = new ArrayList<>();
     for (String uri : pending.destinations()) {
+      if (!uri.startsWith(root)) {
+        throw new IOException("an upload to " + uri + " is not under " + root);
+      }
       if (!dropped.contains(uri)) {
         targets.add(uri.substring(root.length()));
       }
@@ -212,7 +242,42 @@ public final class UploadsSink implements Sink {
       refuseTaken(session, targets);
     }
     records.placing(batchId, targets);
-    pending.complete(dropped.toArray(new String[0]));
+    return pending;
+  }
+
+  /**
+   * Completes the batch's uploads and records it committed, whatever interrupts the stream's
+   * thread meanwhile (a query's stop): once the batch began to appear, it appears whole. The
+   * stop is told after.
+   */
+  private void place(long batchId, PendingUploads pending, List<String> dropped)
+      throws IOException, InterruptedException {
+    java.util.concurrent.Future<Void> placed =
+        PLACING.submit(
+            () -> {
+              pending.complete(dropped.toArray(new String[0]));
+              records.commit(batchId);
+              return null;
+            });
+    boolean stopped = false;
+    while (true) {
+      try {
+        placed.get();
+        break;
+      } catch (InterruptedException stop) {
+        stopped = true;
+      } catch (java.util.concurrent.ExecutionException failed) {
+        Throwable cause = failed.getCause();
+        if (cause instanceof IOException io) {
+          throw io;
+        }
+        throw new IOException(cause);
+      }
+    }
+    if (stopped) {
+      Thread.currentThread().interrupt();
+      throw new InterruptedException("stopped after batch " + batchId + " was placed");
+    }
   }
 
   /** Refuses a bucket whose S3A client would write the magic paths as they are. */
