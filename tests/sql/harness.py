@@ -29,16 +29,34 @@ def render(query_file: Path, output: Path) -> str:
     )
 
 
-def run_case(spark: SparkSession, sql: str, work: Path, *, resume_part_way: bool) -> None:
+def run_case(
+    spark: SparkSession,
+    sql: str,
+    work: Path,
+    *,
+    resume_part_way: bool,
+    batch_rows: int | None = None,
+) -> None:
     """Run to completion; with ``resume_part_way``, first stop after two batches of four rows,
     then plan and run the rest on the same state, as ``arroyo run --state-dir`` resumes, in
     batches of 16 rows: several commits after the restore, where batches of four rows to the
     end took a test several times as long (tests that need the watermark to move between
-    small batches run them themselves)."""
+    small batches run them themselves).
+
+    Where the stop lands is timing: Spark may have begun the next batch or two (the replay
+    takes them with their four rows). A case whose rows depend on where batches split (late
+    rows, by the watermark of the batch before) gives ``batch_rows`` for every batch of both
+    runs: its batches then split at the same rows wherever the stop lands."""
     state = work / "state"
     if resume_part_way:
         program = spark_planner(spark, state_dir=state).plan(sql)
-        first = PipelineRunner(spark, program, state, max_records_per_batch=4, stop_after_batches=2)
+        first = PipelineRunner(
+            spark,
+            program,
+            state,
+            max_records_per_batch=batch_rows or 4,
+            stop_after_batches=2,
+        )
         first.start()
         assert not first.wait(timeout=300), "the case finished before the planned stop"
     program = spark_planner(spark, state_dir=state).plan(sql)
@@ -46,7 +64,7 @@ def run_case(spark: SparkSession, sql: str, work: Path, *, resume_part_way: bool
         spark,
         program,
         state,
-        max_records_per_batch=_RESUMED_BATCH_ROWS if resume_part_way else None,
+        max_records_per_batch=(batch_rows or _RESUMED_BATCH_ROWS) if resume_part_way else None,
     )
     runner.start()
     assert runner.wait(timeout=300), "the run did not finish by itself"
