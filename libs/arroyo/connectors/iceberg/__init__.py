@@ -19,9 +19,10 @@ if TYPE_CHECKING:
 class IcebergConnector(Connector[IcebergOptions]):
     """An Iceberg table ``namespace.table_name`` in the catalog ``catalog.*`` names: REST
     (Arroyo's), JDBC on PostgreSQL, or Hadoop (a directory, local or on S3), written through
-    Iceberg's Spark runtime. Sink only. Exactly once for every Iceberg reader: a micro-batch
-    is one snapshot whose summary holds the sink's id and the batch; a replayed batch that a
-    snapshot already holds is not written again, and a batch cut short committed nothing
+    Iceberg's Spark runtime (its streaming write). Sink only. Exactly once for every Iceberg
+    reader: a micro-batch is one snapshot whose summary holds the query's id and the batch; a
+    replayed batch that a snapshot already holds is not committed again, and a batch cut short
+    committed nothing
     (Iceberg's commits are atomic; its files are orphans for ``remove_orphan_files``).
     ``PARTITIONED BY`` takes Iceberg's transforms; the sink creates a missing table with
     that spec, and writes an existing one as its own spec says."""
@@ -42,14 +43,14 @@ class IcebergConnector(Connector[IcebergOptions]):
     def write(
         self, ctx: WriteContext, df: DataFrame, table: TableSpec, options: IcebergOptions
     ) -> DataStreamWriter:
-        from arroyo.connectors.iceberg.sink import IcebergBatches
+        from arroyo.connectors.iceberg.sink import write_table
 
         for location in options.locations:
             configure(ctx.spark, location)
         catalog = options.catalog_name()
         for key, value in options.catalog_settings().items():
             ctx.spark.conf.set(f"spark.sql.catalog.{catalog}" + (f".{key}" if key else ""), value)
-        return df.writeStream.foreachBatch(IcebergBatches(ctx.state_dir, table, options, catalog))
+        return write_table(df, table, options, catalog)
 
 
 __all__ = ["IcebergConnector", "IcebergOptions"]

@@ -1,112 +1,85 @@
-"""The iceberg sink's foreachBatch function: one Iceberg snapshot per micro-batch, committed
-once however often the batch is replayed."""
+"""The iceberg sink: Iceberg's own streaming write, one snapshot per micro-batch, committed once
+however often the batch is replayed, with no Python run per batch."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from arroyo.connectors.base import ConnectorError
-from arroyo.connectors.runtime.sinks import batch_in_flight, consume, error_summary, sink_id
+from arroyo.connectors.runtime.sinks import error_summary
 from arroyo.formats import ParquetOptions, parse_format_options
 from arroyo.program.names import EVENT_TIME
 from arroyo.program.spec import TableSpec
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
 
     from arroyo.connectors.iceberg.options import IcebergOptions
 
-# Snapshot summary properties: which sink and batch a snapshot holds.
-SINK_PROPERTY = "arroyo.sink-id"
-BATCH_PROPERTY = "arroyo.batch"
+# Iceberg's snapshot summary properties for a streaming write: the query and its batch.
+QUERY_PROPERTY = "spark.sql.streaming.queryId"
+EPOCH_PROPERTY = "spark.sql.streaming.epochId"
 
 
 def _quoted(name: str) -> str:
     return f"`{name.replace('`', '``')}`"
 
 
-class IcebergBatches:
-    """Batch N is appended as one snapshot whose summary carries the sink's id and N
-    (``snapshot-property.*``). Before its first batch the sink reads the table's snapshots for
-    the last batch it committed, and a batch at or before it is not written again: Iceberg
-    commits a snapshot atomically (the catalog swaps the table's metadata), so a batch cut
-    short committed nothing, and one committed is found. The table (and its namespace) is
-    created by the first batch when missing, with the PARTITIONED BY spec."""
+def write_table(
+    df: DataFrame, table: TableSpec, options: IcebergOptions, catalog: str
+) -> DataStreamWriter:
+    """Batch N is appended as one snapshot whose summary carries the query's id (kept in its
+    checkpoint: a pipeline restored elsewhere keeps it, one started afresh gets a new one) and
+    N. Iceberg commits a batch only when no snapshot of the table's current history holds it
+    already, after the batch has run (a stateful query's batch must run to its end), and
+    atomically (the catalog swaps the table's metadata): a batch cut short committed nothing,
+    and a replayed one that was committed is not committed again.
 
-    def __init__(
-        self, state_dir: Path, table: TableSpec, options: IcebergOptions, catalog: str
-    ) -> None:
-        self.table = table
-        self.options = options
-        self.state_dir = state_dir
-        self.namespace = ".".join(_quoted(p) for p in options.namespace.split("."))
-        self.ident = f"{catalog}.{self.namespace}.{_quoted(options.table_name)}"
-        self.catalog = catalog
-        self._committed: int | None = None
-        spec = table.format
-        fmt = parse_format_options(spec.name, spec.options) if spec is not None else None
-        # Iceberg's write options: the Parquet codec, and whether rows are gathered by
-        # partition before the write (shuffle_by_partition.enabled) or written where they are.
-        self.write_options = {
-            "distribution-mode": "hash" if options.shuffle_by_partition else "none",
-        }
-        if isinstance(fmt, ParquetOptions):
-            self.write_options["compression-codec"] = fmt.compression
+    The table (and its namespace) is created first when missing, with the PARTITIONED BY
+    spec."""
+    frame = df.drop(EVENT_TIME) if EVENT_TIME in df.columns else df
+    namespace = ".".join(_quoted(p) for p in options.namespace.split("."))
+    ident = f"{catalog}.{namespace}.{_quoted(options.table_name)}"
+    try:
+        _create_if_missing(frame, options, catalog, namespace, ident)
+    except Exception as err:
+        raise ConnectorError(
+            f"sink '{table.name}': cannot create the Iceberg table "
+            f"{options.namespace}.{options.table_name} ({options.catalog_type} catalog): "
+            f"{error_summary(err)}"
+        ) from err
+    spec = table.format
+    fmt = parse_format_options(spec.name, spec.options) if spec is not None else None
+    writer = (
+        frame.writeStream.format("iceberg")
+        .option("path", ident)
+        # Rows gathered by partition before the write (shuffle_by_partition.enabled), or
+        # written where they are, a file open per partition a task meets (fanout).
+        .option("distribution-mode", "hash" if options.shuffle_by_partition else "none")
+        .option("fanout-enabled", "true")
+    )
+    if isinstance(fmt, ParquetOptions):
+        writer = writer.option("compression-codec", fmt.compression)
+    return writer
 
-    def __call__(self, df: DataFrame, batch_id: int) -> None:
-        with batch_in_flight():
-            frame = df.drop(EVENT_TIME) if EVENT_TIME in df.columns else df
-            try:
-                if self._committed is None:
-                    self._create_if_missing(frame)
-                    self._committed = self._last_committed(frame.sparkSession)
-                if batch_id <= self._committed:
-                    consume(df)  # a stateful query's batch still runs to its end
-                    return
-                (
-                    frame.writeTo(self.ident)
-                    .options(**self.write_options)
-                    .option(f"snapshot-property.{SINK_PROPERTY}", sink_id(self.state_dir))
-                    .option(f"snapshot-property.{BATCH_PROPERTY}", str(batch_id))
-                    .append()
-                )
-                self._committed = batch_id
-            except Exception as err:
-                self._committed = None  # read again: the commit may have landed
-                raise ConnectorError(
-                    f"sink '{self.table.name}': cannot commit batch {batch_id} to the Iceberg "
-                    f"table {self.options.namespace}.{self.options.table_name} "
-                    f"({self.options.catalog_type} catalog): {error_summary(err)}"
-                ) from err
 
-    def _create_if_missing(self, frame: DataFrame) -> None:
-        spark = frame.sparkSession
-        if spark.catalog.tableExists(self.ident):
-            return
-        if self.options.catalog_type != "hadoop":
-            spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {self.catalog}.{self.namespace}")
-        jvm = spark._jvm
-        assert jvm is not None
-        columns = jvm.org.apache.spark.sql.types.DataType.fromJson(frame.schema.json()).toDDL()
-        spec = [sql for f in self.options.fields if (sql := f.spark_sql()) is not None]
-        ddl = f"CREATE TABLE IF NOT EXISTS {self.ident} ({columns}) USING iceberg"
-        if spec:
-            ddl += f" PARTITIONED BY ({', '.join(spec)})"
-        if self.options.location_path:
-            location = self.options.locations[0].uri.replace("\\", "\\\\").replace("'", "\\'")
-            ddl += f" LOCATION '{location}'"
-        spark.sql(ddl)
-
-    def _last_committed(self, spark: SparkSession) -> int:
-        """The last batch of this sink among the snapshots of the table's current state (not
-        those a rollback left behind), or -1."""
-        me = sink_id(self.state_dir)
-        rows = spark.sql(
-            f"SELECT max(CAST(s.summary['{BATCH_PROPERTY}'] AS BIGINT)) AS last "
-            f"FROM {self.ident}.snapshots AS s JOIN {self.ident}.history AS h "
-            "ON s.snapshot_id = h.snapshot_id "
-            f"WHERE h.is_current_ancestor AND s.summary['{SINK_PROPERTY}'] = '{me}'"
-        ).collect()
-        last = rows[0]["last"] if rows else None
-        return int(last) if last is not None else -1
+def _create_if_missing(
+    frame: DataFrame, options: IcebergOptions, catalog: str, namespace: str, ident: str
+) -> None:
+    spark = frame.sparkSession
+    if spark.catalog.tableExists(ident):
+        return
+    if options.catalog_type != "hadoop":
+        spark.sql(f"CREATE NAMESPACE IF NOT EXISTS {catalog}.{namespace}")
+    jvm = spark._jvm
+    assert jvm is not None
+    columns = jvm.org.apache.spark.sql.types.DataType.fromJson(frame.schema.json()).toDDL()
+    spec = [sql for f in options.fields if (sql := f.spark_sql()) is not None]
+    ddl = f"CREATE TABLE IF NOT EXISTS {ident} ({columns}) USING iceberg"
+    if spec:
+        ddl += f" PARTITIONED BY ({', '.join(spec)})"
+    if options.location_path:
+        location = options.locations[0].uri.replace("\\", "\\\\").replace("'", "\\'")
+        ddl += f" LOCATION '{location}'"
+    spark.sql(ddl)
