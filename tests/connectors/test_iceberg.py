@@ -114,6 +114,17 @@ def test_a_hadoop_catalog_on_disk_each_row_once_after_a_replay(
     assert len(batches) == len(set(batches)), f"a batch committed twice: {batches}"
 
 
+def test_rows_gathered_by_partition_transforms_before_the_write(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    # Iceberg's hash distribution by the table's transforms (bucket, truncate, hour): the
+    # catalog plans them, the stream being started into its table.
+    warehouse = tmp_path / "warehouse"
+    catalog = f"'catalog.type' = 'hadoop', 'catalog.warehouse' = '{warehouse}'"
+    _run(spark, tmp_path / "state", _script(catalog, ", 'shuffle_by_partition.enabled' = 'true'"))
+    _check(_hadoop_table(str(warehouse)))
+
+
 @pytest.mark.s3
 def test_a_hadoop_catalog_on_s3(
     spark: SparkSession, tmp_path: Path, s3_server: S3Server, s3_bucket: str

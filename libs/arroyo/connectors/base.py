@@ -18,6 +18,7 @@ time (the driver's batch writers, the Python data sources Spark's workers import
 
 from __future__ import annotations
 
+import weakref
 from abc import ABC
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -165,6 +166,22 @@ class WriteContext:
     spark: SparkSession
     state_dir: Path
     pipeline_dir: Path
+
+
+# Streams a sink starts into a catalog's table (``DataStreamWriter.toTable``) rather than a path:
+# the table's catalog then plans the write (its partition transforms, its distribution).
+_into_tables: weakref.WeakKeyDictionary[DataStreamWriter, str] = weakref.WeakKeyDictionary()
+
+
+def into_table(writer: DataStreamWriter, table: str) -> DataStreamWriter:
+    """Mark ``writer`` to be started into the catalog table ``table``."""
+    _into_tables[writer] = table
+    return writer
+
+
+def table_of(writer: DataStreamWriter) -> str | None:
+    """The catalog table ``writer`` is to be started into, if ``into_table`` marked it."""
+    return _into_tables.get(writer)
 
 
 def table_state_dir(pipeline_dir: Path, table: str) -> Path:

@@ -23,9 +23,9 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
 from arroyo.connectors import AnyConnector, WriteContext, connector
-from arroyo.connectors.base import ConnectorOptions, table_state_dir
+from arroyo.connectors.base import ConnectorError, ConnectorOptions, table_of, table_state_dir
 from arroyo.connectors.runtime.remote_state import RemoteState, attach, detach
-from arroyo.connectors.runtime.sinks import wait_for_batches
+from arroyo.connectors.runtime.sinks import error_summary, wait_for_batches
 from arroyo.engine.build import (
     BuildSettings,
     drop_temp_views,
@@ -601,10 +601,19 @@ def _start_or_refuse(writer: DataStreamWriter, sink: str) -> StreamingQuery:
     """Start the query; Spark's refusal to start a plan it cannot stream (one its
     unsupported-operation checks find, past the planner's own) becomes the job's error, with
     Spark's reason and without the plan it prints after it."""
+    from py4j.protocol import Py4JJavaError
     from pyspark.errors import AnalysisException
 
+    table = table_of(writer)
     try:
-        return writer.start()
+        return writer.toTable(table) if table is not None else writer.start()
+    except Py4JJavaError as err:
+        # A catalog the table is in that cannot be reached or refuses the table.
+        if table is None:
+            raise
+        raise ConnectorError(
+            f"sink '{sink}': cannot start writing the table {table}: {error_summary(err)}"
+        ) from err
     except AnalysisException as err:
         reason = str(err.getMessage() if hasattr(err, "getMessage") else err).split(";\n")[0]
         raise JobFailedError(

@@ -50,7 +50,7 @@ class IcebergConnector(Connector[IcebergOptions]):
         catalog = options.catalog_name()
         for key, value in options.catalog_settings().items():
             ctx.spark.conf.set(f"spark.sql.catalog.{catalog}" + (f".{key}" if key else ""), value)
-        return write_table(df, table, options, catalog)
+        return write_table(df, table, options, catalog, ctx.state_dir)
 
 
 __all__ = ["IcebergConnector", "IcebergOptions"]
