@@ -286,15 +286,12 @@ def stored_uri(path: Path) -> str | None:
     remote = _owner(absolute)
     if remote is None:
         return None
-    return remote.location.join(absolute.relative_to(remote.local).as_posix())
+    relative = absolute.relative_to(remote.local).as_posix()
+    return remote.location.join(relative) if relative != "." else remote.location.uri
 
 
 def identity(state_dir: Path) -> str:
     """What names this state across machines: its object-store URL and place in it when
     stored, else its absolute local path."""
-    absolute = Path(os.path.abspath(state_dir))
-    remote = _owner(absolute)
-    if remote is None:
-        return str(absolute.resolve())
-    relative = absolute.relative_to(remote.local).as_posix()
-    return posixpath.join(remote.location.uri, relative) if relative != "." else remote.location.uri
+    stored = stored_uri(state_dir)
+    return stored if stored is not None else str(Path(os.path.abspath(state_dir)).resolve())

@@ -176,31 +176,20 @@ public final class UploadsSink implements Sink {
     }
     EmptyFiles empty = new EmptyFiles();
     NamedFilesProtocol protocol = new NamedFilesProtocol(magic, template);
-    try {
-      save(session, batch, magic, protocol, empty);
-    } catch (Exception | Error err) {
-      // A failed or interrupted write: its uploads would otherwise stay pending, stored and
-      // billed, until the batch is replayed, and a run that ends is not replayed.
-      try {
-        PendingUploads.abort(magic, path, names);
-      } catch (Exception ignored) {
-        // Remembered below, and aborted at the replay.
-      }
-      synchronized (CUT_SHORT) {
-        CUT_SHORT.add(new String[] {magic, path, names});
-      }
-      throw err;
-    }
     PendingUploads pending;
     List<String> dropped = new ArrayList<>();
     try {
+      save(session, batch, magic, protocol, empty);
       pending = prepare(session, batchId, magic, protocol.committed(), empty.found(), dropped);
     } catch (Exception | Error err) {
-      // Not placed: nothing of the batch stays pending.
+      // A write that failed, was interrupted, or was not placed: its uploads would otherwise
+      // stay pending, stored and billed, until the batch is replayed, and a run that ends is
+      // not replayed. Spark's cancelled tasks may start more after this abort: remembered, and
+      // aborted again at the run's end.
       try {
         PendingUploads.abort(magic, path, names);
       } catch (Exception ignored) {
-        // Remembered below, and aborted at the replay.
+        // Aborted at the run's end or at the replay.
       }
       synchronized (CUT_SHORT) {
         CUT_SHORT.add(new String[] {magic, path, names});
