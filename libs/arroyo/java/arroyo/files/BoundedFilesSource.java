@@ -295,10 +295,11 @@ public final class BoundedFilesSource implements TableProvider {
     private final ParquetFiles.Readers readers;
     private List<String> listed; // by the last latestOffset
 
-    /** {@code used}: the columns the query uses, or null for all. */
-    FilesStream(Config config, Set<String> used) {
+    /** {@code used}: what the query uses of the columns, or null for all. */
+    FilesStream(Config config, ColumnUse.Use used) {
       this.config = config;
-      readers = config.parquet ? new ParquetFiles.Readers(config.columns, used) : null;
+      readers = config.parquet ? new ParquetFiles.Readers(
+          used == null ? config.columns : used.of(config.columns)) : null;
     }
 
     @Override

@@ -1,5 +1,7 @@
 package arroyo.files;
 
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -7,14 +9,25 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.CaseWhen;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.ExprId;
+import org.apache.spark.sql.catalyst.expressions.GetStructField;
+import org.apache.spark.sql.catalyst.expressions.If;
+import org.apache.spark.sql.catalyst.expressions.IsNotNull;
+import org.apache.spark.sql.catalyst.expressions.IsNull;
+import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.Expand;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
 
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -26,12 +39,18 @@ import scala.jdk.javaapi.CollectionConverters;
  * start with a checkpoint directory under that one, look their columns up here. A query that
  * never registered reads every column.
  *
- * <p>Only whole top-level columns are pruned, and only where the plan says for certain. From the
- * query's output (used whole) down: a projection or an aggregate needs what its needed outputs
+ * <p>Top-level columns are pruned only where the plan says for certain. From the query's
+ * output (used whole) down: a projection or an aggregate needs what its needed outputs
  * reference (an aggregate, its grouping too); a node of a kind known to pass columns on by
  * reference (a filter, a join, a window, a watermark...) needs what is needed of it and what
  * its expressions reference; any other node (a union, a distinct, a Python map...) needs every
  * column of its inputs.
+ *
+ * <p>A struct column is read whole unless every use of it is a field taken from it
+ * ({@code bid.auction}), a test of whether it is null, or a projection passing it on by
+ * reference to such uses: then only the fields taken are decoded (at least one, which carries
+ * the struct's nulls), and the others read as null. Nexmark's bid queries read two of the
+ * {@code bid} struct's seven fields, and none of its strings.
  */
 public final class ColumnUse {
   /** Nodes that pass their input's columns on by reference (never by position) and use of it
@@ -42,15 +61,60 @@ public final class ColumnUse {
       "View", "Sort", "GlobalLimit", "LocalLimit", "Deduplicate", "DeduplicateWithinWatermark",
       "Sample", "RepartitionByExpression", "Repartition", "ResolvedHint", "WithWindowDefinition");
 
-  /** Columns used, by checkpoint directory and source ({@code use_id} option). */
-  private static final Map<String, Set<String>> USED = new ConcurrentHashMap<>();
+  /** What a query uses of a source, by checkpoint directory and source ({@code use_id}). */
+  private static final Map<String, Use> USED = new ConcurrentHashMap<>();
+
+  /**
+   * The columns a query uses of a source: {@code whole}, and struct columns of which it takes
+   * only the {@code fields} given (by name; empty: only whether it is null).
+   */
+  record Use(Set<String> whole, Map<String, Set<String>> fields) {
+    Use merge(Use other) {
+      Set<String> all = new HashSet<>(whole);
+      all.addAll(other.whole);
+      Map<String, Set<String>> taken = new HashMap<>();
+      for (Map<String, Set<String>> of : List.of(fields, other.fields)) {
+        for (Map.Entry<String, Set<String>> column : of.entrySet()) {
+          if (!all.contains(column.getKey())) {
+            taken.computeIfAbsent(column.getKey(), c -> new HashSet<>()).addAll(column.getValue());
+          }
+        }
+      }
+      return new Use(all, taken);
+    }
+
+    /** What to read of a table of {@code columns}: the columns used, each struct of which only
+     * fields are taken with those fields alone (in the table's order). */
+    StructType of(StructType columns) {
+      List<StructField> read = new ArrayList<>();
+      for (StructField column : columns.fields()) {
+        Set<String> taken = fields.get(column.name());
+        if (whole.contains(column.name())) {
+          read.add(column);
+        } else if (taken != null && column.dataType() instanceof StructType struct) {
+          List<StructField> kept = new ArrayList<>();
+          for (StructField field : struct.fields()) {
+            if (taken.contains(field.name())) {
+              kept.add(field);
+            }
+          }
+          if (kept.isEmpty()) {
+            kept.add(struct.fields()[0]); // a struct of no fields cannot be read
+          }
+          read.add(new StructField(column.name(), new StructType(kept.toArray(
+              new StructField[0])), column.nullable(), column.metadata()));
+        }
+      }
+      return new StructType(read.toArray(new StructField[0]));
+    }
+  }
 
   private ColumnUse() {}
 
   /** Records which columns of each Parquet file source {@code plan} (analysed) uses, for the
    * query whose checkpoint directory is {@code checkpoint}. */
   public static void require(LogicalPlan plan, String checkpoint) {
-    Map<ExprId, String> sourced = new java.util.HashMap<>(); // attribute -> "id\0column"
+    Map<ExprId, String[]> sourced = new HashMap<>(); // attribute -> {id, column}
     collectSources(plan, sourced);
     if (sourced.isEmpty()) {
       return;
@@ -59,26 +123,32 @@ public final class ColumnUse {
     addAll(plan.output(), output);
     Set<ExprId> used = new HashSet<>();
     walk(plan, output, used);
-    Map<String, Set<String>> columns = new java.util.HashMap<>();
-    for (Map.Entry<ExprId, String> attribute : sourced.entrySet()) {
-      String[] parts = attribute.getValue().split("\0", 2);
-      Set<String> of = columns.computeIfAbsent(parts[0], id -> new HashSet<>());
-      if (used.contains(attribute.getKey())) {
-        of.add(parts[1]);
+    Takes takes = new Takes(sourced.keySet());
+    takes.walk(plan);
+    takes.wholly(plan.output()); // what the query gives is used whole
+    Map<String, Use> uses = new HashMap<>();
+    for (Map.Entry<ExprId, String[]> attribute : sourced.entrySet()) {
+      String id = attribute.getValue()[0];
+      String column = attribute.getValue()[1];
+      Use use = uses.computeIfAbsent(id, i -> new Use(new HashSet<>(), new HashMap<>()));
+      ExprId key = attribute.getKey();
+      if (!used.contains(key)) {
+        continue;
+      }
+      if (takes.whole.contains(key) || !takes.taken.containsKey(key)) {
+        use.whole().add(column);
+      } else {
+        use.fields().put(column, takes.taken.get(key));
       }
     }
-    for (Map.Entry<String, Set<String>> source : columns.entrySet()) {
-      USED.merge(key(checkpoint, source.getKey()), source.getValue(), (a, b) -> {
-        Set<String> both = new HashSet<>(a);
-        both.addAll(b);
-        return both;
-      });
+    for (Map.Entry<String, Use> source : uses.entrySet()) {
+      USED.merge(key(checkpoint, source.getKey()), source.getValue(), Use::merge);
     }
   }
 
-  /** The columns a query uses of a source, or null where it never said (read them all).
+  /** What a query uses of a source, or null where it never said (read it all).
    * {@code location} is the source's checkpoint directory ({@code <checkpoint>/sources/<n>}). */
-  static Set<String> used(String location, String id) {
+  static Use used(String location, String id) {
     if (id == null || id.isEmpty()) {
       return null;
     }
@@ -98,13 +168,13 @@ public final class ColumnUse {
     return new Path(checkpoint).toUri().getPath() + "\0" + id;
   }
 
-  private static void collectSources(LogicalPlan node, Map<ExprId, String> sourced) {
+  private static void collectSources(LogicalPlan node, Map<ExprId, String[]> sourced) {
     if (node instanceof StreamingRelationV2 relation
         && relation.table() instanceof BoundedFilesSource.FilesTable) {
       String id = relation.extraOptions().get("use_id");
       if (id != null && !id.isEmpty()) {
         for (Attribute attribute : CollectionConverters.asJava(relation.output())) {
-          sourced.put(attribute.exprId(), id + "\0" + attribute.name());
+          sourced.put(attribute.exprId(), new String[] {id, attribute.name()});
         }
       }
     }
@@ -157,6 +227,162 @@ public final class ColumnUse {
       Set<ExprId> all = new HashSet<>();
       addAll(subquery.output(), all);
       walk(subquery, all, used);
+    }
+  }
+
+  /**
+   * How a plan's nodes use the source columns: the fields they take of a struct column, and
+   * the columns they use whole (a struct compared, grouped on, hashed, given to a function, or
+   * passed to a node that uses its inputs by position). A projection's bare reference passes a
+   * column on under its own id, and an alias of it, or of it masked by a condition (the
+   * end-of-input mask: {@code CASE WHEN ... THEN s END AS s}), under a new one: neither is a use
+   * of it, and what is taken of the new id is taken of the column.
+   */
+  private static final class Takes {
+    final Map<ExprId, ExprId> origin = new HashMap<>(); // an id -> the source column it is
+    final Set<ExprId> whole = new HashSet<>(); // of source columns
+    final Map<ExprId, Set<String>> taken = new HashMap<>(); // source column -> fields
+
+    Takes(Set<ExprId> sourced) {
+      for (ExprId id : sourced) {
+        origin.put(id, id);
+      }
+    }
+
+    /** Children first, so that an alias is known before the nodes above use it. */
+    void walk(LogicalPlan node) {
+      for (LogicalPlan child : children(node)) {
+        walk(child);
+      }
+      for (LogicalPlan subquery : CollectionConverters.asJava(node.subqueries())) {
+        walk(subquery);
+        wholly(subquery.output());
+      }
+      if (node instanceof Project project) {
+        for (NamedExpression named : CollectionConverters.asJava(project.projectList())) {
+          passOrTake((Expression) named);
+        }
+      } else if (node instanceof Aggregate aggregate) {
+        for (Expression e : CollectionConverters.asJava(aggregate.groupingExpressions())) {
+          take(e); // a struct grouped on is compared whole
+        }
+        for (NamedExpression e : CollectionConverters.asJava(aggregate.aggregateExpressions())) {
+          if (!(e instanceof AttributeReference)) {
+            take((Expression) e);
+          }
+        }
+      } else if (node instanceof Expand || BY_REFERENCE.contains(node.nodeName())) {
+        for (Expression e : CollectionConverters.asJava(node.expressions())) {
+          if (!(node instanceof Expand && e instanceof AttributeReference)) {
+            take(e);
+          }
+        }
+      } else {
+        for (LogicalPlan child : children(node)) {
+          wholly(child.output());
+        }
+      }
+    }
+
+    void wholly(scala.collection.Seq<Attribute> attributes) {
+      for (Attribute attribute : CollectionConverters.asJava(attributes)) {
+        ExprId source = origin.get(attribute.exprId());
+        if (source != null) {
+          whole.add(source);
+        }
+      }
+    }
+
+    private void passOrTake(Expression e) {
+      if (e instanceof AttributeReference) {
+        return; // passed on as it is
+      }
+      if (e instanceof Alias alias) {
+        ExprId source = passed(alias.child());
+        if (source != null) {
+          origin.put(alias.exprId(), source);
+          takeConditions(alias.child());
+          return;
+        }
+      }
+      take(e);
+    }
+
+    /** The source column {@code e} is, unchanged or masked to null, or null. */
+    private ExprId passed(Expression e) {
+      if (e instanceof AttributeReference a) {
+        return origin.get(a.exprId());
+      }
+      List<Expression> values = new ArrayList<>();
+      if (e instanceof CaseWhen when) {
+        for (scala.Tuple2<Expression, Expression> branch
+            : CollectionConverters.asJava(when.branches())) {
+          values.add(branch._2());
+        }
+        if (when.elseValue().isDefined()) {
+          values.add(when.elseValue().get());
+        }
+      } else if (e instanceof If when) {
+        values.add(when.trueValue());
+        values.add(when.falseValue());
+      } else {
+        return null;
+      }
+      ExprId found = null;
+      for (Expression value : values) {
+        if (value instanceof Literal literal && literal.value() == null) {
+          continue;
+        }
+        ExprId source = passed(value);
+        if (source == null || (found != null && !found.equals(source))) {
+          return null;
+        }
+        found = source;
+      }
+      return found;
+    }
+
+    private void takeConditions(Expression e) {
+      if (e instanceof CaseWhen when) {
+        for (scala.Tuple2<Expression, Expression> branch
+            : CollectionConverters.asJava(when.branches())) {
+          take(branch._1());
+          takeConditions(branch._2());
+        }
+        if (when.elseValue().isDefined()) {
+          takeConditions(when.elseValue().get());
+        }
+      } else if (e instanceof If when) {
+        take(when.predicate());
+        takeConditions(when.trueValue());
+        takeConditions(when.falseValue());
+      }
+    }
+
+    private void take(Expression e) {
+      if (e instanceof GetStructField get && get.child() instanceof AttributeReference a
+          && origin.containsKey(a.exprId())) {
+        StructType struct = (StructType) a.dataType();
+        taken.computeIfAbsent(origin.get(a.exprId()), k -> new HashSet<>())
+            .add(struct.fields()[get.ordinal()].name());
+        return;
+      }
+      if ((e instanceof IsNotNull || e instanceof IsNull)
+          && e.children().head() instanceof AttributeReference a
+          && origin.containsKey(a.exprId()) && a.dataType() instanceof StructType) {
+        taken.computeIfAbsent(origin.get(a.exprId()), k -> new HashSet<>());
+        return;
+      }
+      if (e instanceof AttributeReference a) {
+        ExprId source = origin.get(a.exprId());
+        if (source != null) {
+          whole.add(source);
+        }
+        return;
+      }
+      for (Expression child : CollectionConverters.asJava(e.children())) {
+        take(child);
+      }
     }
   }
 

@@ -7,7 +7,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.parquet.hadoop.ParquetFileReader;
@@ -19,9 +18,13 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.InternalRow$;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
 import org.apache.spark.sql.catalyst.expressions.Cast;
+import org.apache.spark.sql.catalyst.expressions.CreateNamedStruct;
 import org.apache.spark.sql.catalyst.expressions.EvalMode$;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.GetStructField;
+import org.apache.spark.sql.catalyst.expressions.If;
+import org.apache.spark.sql.catalyst.expressions.IsNull;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.connector.read.InputPartition;
@@ -162,20 +165,14 @@ final class ParquetFiles {
   /** Spark's Parquet readers, built on the driver once per schema read and kind (each
    * broadcasts its Hadoop configuration). */
   static final class Readers {
-    private final StructType columns; // of the table
-    private final StructType used; // of those, the ones read (the others are null)
+    // Of the table's columns, the ones read (the others are null), each struct with the fields
+    // read (the others are null).
+    private final StructType used;
     private final Map<List<Object>, Function1<PartitionedFile, Iterator<InternalRow>>> built =
         new HashMap<>();
 
-    Readers(StructType columns, Set<String> used) {
-      this.columns = columns;
-      List<StructField> read = new ArrayList<>();
-      for (StructField column : columns.fields()) {
-        if (used == null || used.contains(column.name())) {
-          read.add(column);
-        }
-      }
-      this.used = new StructType(read.toArray(new StructField[0]));
+    Readers(StructType used) {
+      this.used = used;
     }
 
     /**
@@ -327,14 +324,34 @@ final class ParquetFiles {
         continue;
       }
       DataType given = read.fields()[index].dataType();
-      Expression value = new BoundReference(index, given, true);
-      values.add(given.equals(wanted)
-          ? value
-          : new Cast(value, wanted, Option.apply("UTC"), EvalMode$.MODULE$.ANSI()));
+      values.add(value(new BoundReference(index, given, true), given, wanted));
     }
     values.add(Literal.create(null, DataTypes.TimestampType));
     values.add(Literal.create(false, DataTypes.BooleanType));
     return UnsafeProjection.create(CollectionConverters.asScala(values).toList());
+  }
+
+  /** {@code value}, read as {@code given}, as the table's {@code wanted}: cast, and a struct
+   * read with some of its fields made whole, the others null. */
+  private static Expression value(Expression value, DataType given, DataType wanted) {
+    if (given.equals(wanted)) {
+      return value;
+    }
+    if (wanted instanceof StructType w && given instanceof StructType g
+        && g.length() < w.length()) {
+      List<Expression> fields = new ArrayList<>();
+      List<String> read = List.of(g.fieldNames());
+      for (StructField field : w.fields()) {
+        int at = read.indexOf(field.name());
+        fields.add(Literal.create(field.name(), DataTypes.StringType));
+        fields.add(at < 0 ? Literal.create(null, field.dataType()) : value(
+            new GetStructField(value, at, Option.apply(field.name())),
+            g.fields()[at].dataType(), field.dataType()));
+      }
+      return new If(new IsNull(value), Literal.create(null, wanted),
+          new CreateNamedStruct(CollectionConverters.asScala(fields).toList()));
+    }
+    return new Cast(value, wanted, Option.apply("UTC"), EvalMode$.MODULE$.ANSI());
   }
 
   private static PartitionedFile split(Part part, InternalRow constants) {
@@ -387,8 +404,13 @@ final class ParquetFiles {
         int n = columns.length();
         ColumnVector[] vectors = new ColumnVector[n + 2];
         for (int i = 0; i < n; i++) {
-          int at = read.indexOf(columns.fields()[i].name());
-          if (at >= 0) {
+          StructField column = columns.fields()[i];
+          int at = read.indexOf(column.name());
+          DataType given = at < 0 ? null : part.read().fields()[at].dataType();
+          if (given != null && !given.equals(column.dataType())) { // a struct, some fields read
+            vectors[i] = new FieldsOfStruct((StructType) column.dataType(), batch.column(at),
+                (StructType) given, batch.numRows());
+          } else if (at >= 0) {
             vectors[i] = batch.column(at);
           } else {
             ConstantColumnVector nulls = new ConstantColumnVector(batch.numRows(),
