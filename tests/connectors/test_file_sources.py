@@ -149,6 +149,42 @@ def test_parquet_structs_are_read_by_name(spark: SparkSession, tmp_path: Path) -
     ]
 
 
+def test_a_table_read_twice_decodes_the_struct_fields_both_reads_take(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The engine tells a source which struct fields its query takes (ColumnUse.java); a table
+    read twice in one query (a self-join) is one source to it, so each read decodes what both
+    take: here one takes ``s.a`` and the other ``s.b``, and neither reads as null. (``s.c``
+    cannot be read as the table's type: decoding it would fail the query.)"""
+    from arroyo.engine.plans import declare_column_use
+
+    root = tmp_path / "in"
+    root.mkdir()
+    s = pa.array([{"a": i, "b": f"b{i}", "c": {"x": i}} for i in range(5)])
+    pq.write_table(pa.table({"id": range(5), "s": s}), root / "t.parquet")
+    columns = "`id` BIGINT, `s` STRUCT<a: BIGINT, b: STRING, c: BIGINT>"
+
+    def read() -> DataFrame:
+        reader = _jvm(spark, root, 0, mode="parquet", columns=columns, use_id="t")
+        return reader.where("NOT _eoi")
+
+    left, right = read().alias("l"), read().alias("r")
+    joined = left.join(right, "id").selectExpr("id", "l.s.a AS a", "r.s.b AS b")
+    checkpoint = str((tmp_path / "work").absolute())
+    declare_column_use(joined, checkpoint)
+    rows: list[Row] = []
+    query = (
+        joined.writeStream.foreachBatch(lambda df, _: rows.extend(df.collect()))
+        .option("checkpointLocation", checkpoint)
+        .start()
+    )
+    try:
+        wait_until("the joined rows", lambda: len(rows) >= 5 or query.exception(), timeout=180)
+    finally:
+        query.stop()
+    assert sorted((r["id"], r["a"], r["b"]) for r in rows) == [(i, i, f"b{i}") for i in range(5)]
+
+
 def test_parquet_int96_timestamps_are_read(spark: SparkSession, tmp_path: Path) -> None:
     """Spark's old default timestamp encoding, still common in data lakes."""
     root = tmp_path / "in"

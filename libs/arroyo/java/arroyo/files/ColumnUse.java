@@ -26,6 +26,10 @@ import org.apache.spark.sql.catalyst.plans.logical.Expand;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.AtomicType;
+import org.apache.spark.sql.types.BinaryType;
+import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 
@@ -91,21 +95,45 @@ public final class ColumnUse {
         Set<String> taken = fields.get(column.name());
         if (whole.contains(column.name())) {
           read.add(column);
-        } else if (taken != null && column.dataType() instanceof StructType struct) {
+        } else if (taken != null) {
+          if (!(column.dataType() instanceof StructType struct) || struct.length() == 0
+              || legacyNullStructs()) {
+            read.add(column);
+            continue;
+          }
           List<StructField> kept = new ArrayList<>();
           for (StructField field : struct.fields()) {
             if (taken.contains(field.name())) {
               kept.add(field);
             }
           }
-          if (kept.isEmpty()) {
-            kept.add(struct.fields()[0]); // a struct of no fields cannot be read
+          if (kept.isEmpty()) { // only its nulls: a struct of no fields cannot be read
+            kept.add(cheapest(struct));
           }
           read.add(new StructField(column.name(), new StructType(kept.toArray(
               new StructField[0])), column.nullable(), column.metadata()));
         }
       }
       return new StructType(read.toArray(new StructField[0]));
+    }
+
+    /** A field of fixed width if the struct has one (a number, a time), else its first. */
+    private static StructField cheapest(StructType struct) {
+      for (StructField field : struct.fields()) {
+        if (field.dataType() instanceof AtomicType && !(field.dataType() instanceof StringType)
+            && !(field.dataType() instanceof BinaryType)) {
+          return field;
+        }
+      }
+      return struct.fields()[0];
+    }
+
+    /** Spark's legacy setting that reads a struct as null where the file has none of the
+     * fields requested (since 4.1 a field the file has is read for its nulls): under it, a
+     * pruned struct could read as null, so structs are read whole. */
+    private static boolean legacyNullStructs() {
+      return Boolean.parseBoolean(SQLConf.get().getConfString(
+          "spark.sql.legacy.parquet.returnNullStructIfAllFieldsMissing", "false"));
     }
   }
 
@@ -135,14 +163,16 @@ public final class ColumnUse {
       if (!used.contains(key)) {
         continue;
       }
+      // A table read twice (a self-join) has a column under two ids: what either takes.
       if (takes.whole.contains(key) || !takes.taken.containsKey(key)) {
         use.whole().add(column);
       } else {
-        use.fields().put(column, takes.taken.get(key));
+        use.fields().computeIfAbsent(column, c -> new HashSet<>()).addAll(takes.taken.get(key));
       }
     }
     for (Map.Entry<String, Use> source : uses.entrySet()) {
-      USED.merge(key(checkpoint, source.getKey()), source.getValue(), Use::merge);
+      Use use = source.getValue().merge(source.getValue()); // whole over taken
+      USED.merge(key(checkpoint, source.getKey()), use, Use::merge);
     }
   }
 
@@ -271,15 +301,45 @@ public final class ColumnUse {
             take((Expression) e);
           }
         }
-      } else if (node instanceof Expand || BY_REFERENCE.contains(node.nodeName())) {
+      } else if (node instanceof Expand expand) {
+        expand(expand);
+      } else if (BY_REFERENCE.contains(node.nodeName())) {
         for (Expression e : CollectionConverters.asJava(node.expressions())) {
-          if (!(node instanceof Expand && e instanceof AttributeReference)) {
-            take(e);
-          }
+          take(e);
         }
       } else {
         for (LogicalPlan child : children(node)) {
           wholly(child.output());
+        }
+      }
+    }
+
+    /** An expand's projections, by position in its output: a bare reference passes a column
+     * on (under the output's id, which for grouping sets is a new one), a null passes nothing;
+     * a position that passes two columns, or anything else, uses what it references. */
+    private void expand(Expand expand) {
+      List<Attribute> output = CollectionConverters.asJava(expand.output());
+      for (scala.collection.Seq<Expression> row : CollectionConverters.asJava(
+          expand.projections())) {
+        List<Expression> values = CollectionConverters.asJava(row);
+        for (int i = 0; i < values.size(); i++) {
+          Expression e = values.get(i);
+          ExprId out = output.get(i).exprId();
+          if (e instanceof Literal literal && literal.value() == null) {
+            continue;
+          }
+          if (e instanceof AttributeReference a) {
+            if (a.exprId().equals(out)) {
+              continue;
+            }
+            ExprId source = origin.get(a.exprId());
+            ExprId before = origin.get(out);
+            if (source != null && (before == null || before.equals(source))) {
+              origin.put(out, source);
+              continue;
+            }
+          }
+          take(e);
         }
       }
     }
