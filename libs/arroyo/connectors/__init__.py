@@ -21,6 +21,7 @@ from arroyo.connectors.iceberg import IcebergConnector
 from arroyo.connectors.impulse import ImpulseConnector
 from arroyo.connectors.kafka import KafkaConnector
 from arroyo.connectors.nexmark import NexmarkConnector
+from arroyo.connectors.redis import RedisConnector
 from arroyo.connectors.single_file import SingleFileConnector
 from arroyo.connectors.stage import StageConnector
 from arroyo.connectors.stdout import StdoutConnector
@@ -33,6 +34,7 @@ CONNECTORS: tuple[AnyConnector, ...] = (
     FilesystemConnector(),
     DeltaConnector(),
     IcebergConnector(),
+    RedisConnector(),
     StdoutConnector(),
     BlackholeConnector(),
 )

@@ -287,6 +287,11 @@ class Connector(ABC, Generic[OptionsT, ConnectionT]):
         partition fields): the planner refuses a column the sink does not have."""
         return []
 
+    def column_errors(self, options: OptionsT, columns: list[ColumnSpec]) -> list[str]:
+        """What is wrong with a sink table's columns for these options (a key column that is
+        missing or of the wrong type), each a message the planner reports; empty if nothing."""
+        return []
+
     def wants_event_time(self, options: OptionsT) -> bool:
         """Whether a sink table with these options reads each row's event time: its rows
         then come with the hidden ``_timestamp`` column (a file sink partitioned by time)."""

@@ -125,6 +125,8 @@ def sink_query(ctx: PlanContext, name: str, writes: SinkWrites) -> SinkQuery:
                     f"'{name}' (columns: {', '.join(c.name for c in columns)})",
                     ctx.text.span(inserts[0][1]),
                 )
+        for problem in conn.column_errors(options, columns):
+            raise error(ErrorCode.BAD_OPTION, f"'{name}': {problem}", ctx.text.span(inserts[0][1]))
     batch_input = writes.batch_input
     if batch_input is not None:
         merge = ctx.window_roots.window_aggregates.get(batch_input)

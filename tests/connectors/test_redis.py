@@ -1,0 +1,178 @@
+"""The ``redis`` sink against a real Redis server (Debian's redis-server, password required),
+read back by an independent client: strings with a key column and a TTL, lists appended and
+prepended and trimmed to ``target.max_length``, hash fields; a replayed pipeline leaves strings
+and hashes as written once; and the diagnostics for options and columns that cannot work."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from arroyo.engine.catalog import spark_planner
+from arroyo.engine.runner import PipelineRunner
+from arroyo.errors import JobFailedError, PlanningError
+from arroyo.testing.redis import RedisServer, running_redis
+
+pytestmark = pytest.mark.spark
+
+_SOURCE = """CREATE TABLE src WITH (connector = 'impulse', event_rate = '1000',
+    message_count = '{count}', event_time_interval = '1 second');
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    with running_redis(tmp_path_factory.mktemp("redis")) as running:
+        yield running
+
+
+@pytest.fixture
+def client(server: RedisServer) -> Iterator[Any]:
+    import redis
+
+    c = redis.Redis(server.host, server.port, password=server.password, decode_responses=True)
+    c.flushall()
+    yield c
+    c.close()
+
+
+def _run(spark: SparkSession, sql: str, state: Path) -> None:
+    runner = PipelineRunner(spark, spark_planner(spark, state_dir=state).plan(sql), state)
+    runner.start()
+    assert runner.wait(timeout=300)
+
+
+def _sink(server: RedisServer, options: str, columns: str = "k TEXT NOT NULL, n BIGINT") -> str:
+    return (
+        f"CREATE TABLE out ({columns}) WITH (connector = 'redis', type = 'sink', "
+        f"format = 'json', {server.options()}, {options});\n"
+    )
+
+
+def test_strings_by_key_column_with_a_ttl(
+    spark: SparkSession, server: RedisServer, client: Any, tmp_path: Path
+) -> None:
+    sql = (
+        _SOURCE.format(count=10)
+        + _sink(
+            server,
+            "target = 'string', 'target.key_prefix' = 'row:', "
+            "'target.key_column' = 'k', 'target.ttl_secs' = '600'",
+        )
+        + "INSERT INTO out SELECT CAST(counter % 4 AS TEXT) AS k, counter AS n FROM src;"
+    )
+    _run(spark, sql, tmp_path / "state")
+    keys = sorted(client.keys("*"))
+    assert keys == ["row:0", "row:1", "row:2", "row:3"]
+    values = {k: json.loads(client.get(k)) for k in keys}
+    # Each key holds one of its rows, whole (the key column too), in the table's format.
+    assert all(
+        v["k"] == k.removeprefix("row:") and v["n"] % 4 == int(v["k"]) for k, v in values.items()
+    )
+    assert all(0 < client.ttl(k) <= 600 for k in keys)
+    # Run again from the start: the same keys, set again, nothing else.
+    _run(spark, sql, tmp_path / "again")
+    assert sorted(client.keys("*")) == keys
+
+
+@pytest.mark.parametrize("operation", ["append", "prepend"])
+def test_lists_pushed_and_trimmed_to_max_length(
+    spark: SparkSession, server: RedisServer, client: Any, tmp_path: Path, operation: str
+) -> None:
+    """Two pipelines push onto one list, the second's items all newer: the list keeps five,
+    all the second's (the newest, at the end of an appended list, the start of a prepended)."""
+    sink = _sink(
+        server,
+        f"target = 'list', 'target.key_prefix' = 'events', "
+        f"'target.operation' = '{operation}', 'target.max_length' = '5'",
+        "n BIGINT",
+    )
+    for run, offset in enumerate((0, 100)):
+        sql = _SOURCE.format(count=20) + sink
+        sql += f"INSERT INTO out SELECT counter + {offset} AS n FROM src;"
+        _run(spark, sql, tmp_path / f"state{run}")
+    items = [json.loads(v)["n"] for v in client.lrange("events", 0, -1)]
+    assert len(items) == 5 and len(set(items)) == 5
+    assert all(100 <= n < 120 for n in items), items
+
+
+def test_hash_fields_by_field_column(
+    spark: SparkSession, server: RedisServer, client: Any, tmp_path: Path
+) -> None:
+    sql = (
+        _SOURCE.format(count=12)
+        + _sink(
+            server,
+            "target = 'hash', 'target.key_prefix' = 'h:', "
+            "'target.key_column' = 'k', 'target.field_column' = 'f'",
+            "k TEXT NOT NULL, f TEXT NOT NULL, n BIGINT",
+        )
+        + "INSERT INTO out SELECT CAST(counter % 2 AS TEXT) AS k, "
+        "CAST(counter AS TEXT) AS f, counter AS n FROM src;"
+    )
+    _run(spark, sql, tmp_path / "state")
+    for k in ("0", "1"):
+        fields = client.hgetall(f"h:{k}")
+        assert sorted(int(f) for f in fields) == [n for n in range(12) if n % 2 == int(k)]
+        assert all(json.loads(v)["n"] == int(f) for f, v in fields.items())
+
+
+@pytest.mark.parametrize(
+    ("options", "columns", "message"),
+    [
+        ("'target.key_prefix' = 'p'", "n BIGINT", "a redis sink needs target = 'string'"),
+        ("target = 'string'", "n BIGINT", "target.key_prefix must be set"),
+        (
+            "target = 'string', 'target.key_prefix' = 'p', 'target.key_column' = 'k'",
+            "k TEXT, n BIGINT",
+            "invalid value 'k' for target.key_column, must be the name of a non-nullable TEXT",
+        ),
+        (
+            "target = 'hash', 'target.key_prefix' = 'p', 'target.field_column' = 'nope'",
+            "n BIGINT",
+            "invalid value 'nope' for target.field_column",
+        ),
+        ("target = 'hash', 'target.key_prefix' = 'p'", "n BIGINT", "target.field_column must"),
+        (
+            "target = 'string', 'target.key_prefix' = 'p', 'target.max_length' = '3'",
+            "n BIGINT",
+            "target.max_length applies to target = 'list' only",
+        ),
+        ("target = 'set', 'target.key_prefix' = 'p'", "n BIGINT", "target"),
+    ],
+)
+def test_options_and_columns_that_cannot_work_are_refused(
+    spark: SparkSession,
+    server: RedisServer,
+    tmp_path: Path,
+    options: str,
+    columns: str,
+    message: str,
+) -> None:
+    sql = _SOURCE.format(count=1) + _sink(server, options, columns)
+    sql += f"INSERT INTO out SELECT {', '.join(c.split()[0] for c in columns.split(', '))} FROM ("
+    sql += "SELECT 'a' AS k, 'b' AS f, counter AS n FROM src);"
+    with pytest.raises(PlanningError) as caught:
+        spark_planner(spark, state_dir=tmp_path).plan(sql)
+    text = "\n".join(d.message for d in caught.value.diagnostics)
+    assert message in text, text
+
+
+def test_a_wrong_password_fails_the_job_naming_the_server(
+    spark: SparkSession, server: RedisServer, tmp_path: Path
+) -> None:
+    sql = (
+        _SOURCE.format(count=3)
+        + f"CREATE TABLE out (n BIGINT) WITH (connector = 'redis', type = 'sink', format = "
+        f"'json', address = '{server.address}', password = 'wrong', target = 'string', "
+        "'target.key_prefix' = 'p');\nINSERT INTO out SELECT counter AS n FROM src;"
+    )
+    with pytest.raises(
+        JobFailedError, match=rf"redis sink 'out' could not write to {server.address}"
+    ):
+        _run(spark, sql, tmp_path / "state")
