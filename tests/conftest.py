@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from arroyo.testing.kafka import KafkaBroker
+    from arroyo.testing.redis import RedisServer
     from arroyo.testing.s3 import S3Server
 
 
@@ -89,6 +90,20 @@ def kafka_topic(kafka_broker: KafkaBroker, request: pytest.FixtureRequest) -> st
     name = f"{stem}-{uuid.uuid4().hex[:8]}"
     kafka_broker.create_topic(name, partitions=2)
     return name
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One real Redis server (Debian's redis-server, a password required) for the session; see
+    ``arroyo.testing.redis``. Tests that share it work under keys of their own, or flush it."""
+    from arroyo.testing.redis import RedisUnavailableError, find_redis_server, running_redis
+
+    try:
+        find_redis_server()
+    except RedisUnavailableError as err:
+        pytest.fail(str(err), pytrace=False)
+    with running_redis(tmp_path_factory.mktemp("redis")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import threading
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from arroyo.testing.kafka import KafkaBroker
+    from arroyo.testing.redis import RedisServer
 
 # Impulse events, in batches of a fixed size (under a batch cap, batch b holds events
 # b * _ROWS_PER_BATCH onwards); the batches after the last event carry its end-of-input marker.
@@ -163,6 +165,9 @@ PLANNED: dict[str, Planned] = {
             "lookup": "path = '{dir}/in'",
             "sink": "path = '{dir}/out'",
         }
+    ),
+    "redis": Planned(
+        {"sink": "address = 'redis://{trap}', target = 'list', 'target.key_prefix' = 'k'"}
     ),
     "stdout": Planned({"sink": ""}),
     "blackhole": Planned({"sink": ""}),
@@ -389,6 +394,22 @@ def _iceberg(request: pytest.FixtureRequest, work: Path) -> Sink:
     )
 
 
+def _redis(request: pytest.FixtureRequest, work: Path) -> Sink:
+    import redis
+
+    server: RedisServer = request.getfixturevalue("redis_server")
+    key = f"contract-{uuid.uuid4().hex[:8]}"
+
+    def read() -> list[dict[str, Any]]:
+        client = redis.Redis(server.host, server.port, password=server.password)
+        try:
+            return [json.loads(v) for v in client.lrange(key, 0, -1)]
+        finally:
+            client.close()
+
+    return Sink(f"{server.options()}, target = 'list', 'target.key_prefix' = '{key}'", read)
+
+
 # Each sink's cases: (id, marks, case).
 SINKS: dict[str, list[tuple[str, tuple[pytest.MarkDecorator, ...], SinkCase]]] = {
     "single_file": [("single_file", (), _single_file)],
@@ -397,6 +418,7 @@ SINKS: dict[str, list[tuple[str, tuple[pytest.MarkDecorator, ...], SinkCase]]] =
         ("filesystem-parquet", (), _filesystem("parquet")),
     ],
     "stdout": [("stdout", (), _stdout)],
+    "redis": [("redis", (), _redis)],
     "blackhole": [("blackhole", (), _blackhole)],
     "kafka": [
         ("kafka-at_least_once", (pytest.mark.kafka,), _kafka("at_least_once")),

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError, PlanningError
-from arroyo.testing.redis import RedisServer, running_redis
+from arroyo.testing.redis import RedisServer
 
 pytestmark = pytest.mark.spark
 
@@ -25,10 +25,9 @@ _SOURCE = """CREATE TABLE src WITH (connector = 'impulse', event_rate = '1000',
 """
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with running_redis(tmp_path_factory.mktemp("redis")) as running:
-        yield running
+@pytest.fixture
+def server(redis_server: RedisServer) -> RedisServer:
+    return redis_server
 
 
 @pytest.fixture
