@@ -107,7 +107,8 @@ def test_capabilities_match_the_hooks_and_the_docstring(conn: AnyConnector) -> N
     caps = conn.capabilities
     assert conn.roles, "a connector is a source, a sink or both"
     assert _implements(conn, "read") == caps.source
-    assert _implements(conn, "read_static") == caps.lookup
+    assert _implements(conn, "read_static") == (caps.lookup and not caps.lookup_by_key)
+    assert _implements(conn, "lookup") == caps.lookup_by_key
     assert _implements(conn, "write") == caps.sink
     assert _implements(conn, "line_writer") == caps.writes_lines
     if _implements(conn, "bounded"):
@@ -133,6 +134,7 @@ class Planned:
 
     roles: dict[str, str]
     columns: str = "(counter BIGINT)"
+    lookup_columns: str | None = None  # a lookup table's, where they differ
 
 
 _REGISTRY_AVRO = (
@@ -167,7 +169,11 @@ PLANNED: dict[str, Planned] = {
         }
     ),
     "redis": Planned(
-        {"sink": "address = 'redis://{trap}', target = 'list', 'target.key_prefix' = 'k'"}
+        {
+            "sink": "address = 'redis://{trap}', target = 'list', 'target.key_prefix' = 'k'",
+            "lookup": "address = 'redis://{trap}'",
+        },
+        lookup_columns="(counter TEXT METADATA FROM 'key' PRIMARY KEY, v TEXT)",
     ),
     "stdout": Planned({"sink": ""}),
     "blackhole": Planned({"sink": ""}),
@@ -255,7 +261,8 @@ def test_planning_contacts_nothing(
         path.write_text('{"counter": 1}\n')
     for role, options in case.roles.items():
         filled = options.format(trap=trap.address, dir=tmp_path)
-        sql = _plan_sql(conn, role, filled, case.columns)
+        columns = case.lookup_columns if role == "lookup" and case.lookup_columns else case.columns
+        sql = _plan_sql(conn, role, filled, columns)
         program = spark_planner(spark, state_dir=tmp_path / "planning" / role).plan(sql)
         assert program.queries, sql
     assert not trap.contacted.wait(1.0), f"planning a '{conn.name}' table contacted its system"

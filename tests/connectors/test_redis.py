@@ -175,3 +175,107 @@ def test_a_wrong_password_fails_the_job_naming_the_server(
         JobFailedError, match=rf"redis sink 'out' could not write to {server.address}"
     ):
         _run(spark, sql, tmp_path / "state")
+
+
+def _lookup_sql(server: RedisServer, out: Path, join: str, extra: str = "", count: int = 8) -> str:
+    return (
+        _SOURCE.format(count=count)
+        + "CREATE TEMPORARY TABLE customers (id TEXT METADATA FROM 'key' PRIMARY KEY, "
+        f"name TEXT, plan TEXT) WITH (connector = 'redis', format = 'json', {server.options()}"
+        f"{extra});\n"
+        f"CREATE TABLE out WITH (connector = 'single_file', path = '{out}', type = 'sink', "
+        "format = 'json');\n"
+        "INSERT INTO out SELECT CAST(counter % 4 AS TEXT) AS k, c.name, plan, c.id AS found "
+        f"FROM src {join} customers AS c ON CAST(src.counter % 4 AS TEXT) = c.id;"
+    )
+
+
+def _rows(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("join", ["LEFT JOIN", "JOIN"])
+def test_a_stream_joined_with_a_lookup_table_by_key(
+    spark: SparkSession, server: RedisServer, client: Any, tmp_path: Path, join: str
+) -> None:
+    """Keys 0 and 1 are in Redis, 2 and 3 are not: a LEFT JOIN keeps every row (the missing
+    keys' columns null), an inner join only the rows whose key was found."""
+    client.set("0", json.dumps({"name": "ann", "plan": "pro"}))
+    client.set("1", json.dumps({"name": "bob", "plan": None}))
+    out = tmp_path / "out.json"
+    _run(
+        spark,
+        _lookup_sql(server, out, join, ", 'lookup.cache.ttl' = '5 seconds'"),
+        tmp_path / "state",
+    )
+    got = sorted((r["k"], r.get("name"), r.get("plan"), r.get("found")) for r in _rows(out))
+    found = [("0", "ann", "pro", "0"), ("0", "ann", "pro", "0")]
+    found += [("1", "bob", None, "1"), ("1", "bob", None, "1")]
+    missing = [(k, None, None, None) for k in ("2", "2", "3", "3")]
+    assert got == sorted(found + (missing if join == "LEFT JOIN" else []))
+
+
+def test_lookups_are_batched_not_a_round_trip_per_row(
+    spark: SparkSession, server: RedisServer, client: Any, tmp_path: Path
+) -> None:
+    """100 rows, the cache off: the keys reach Redis in a few MGETs, none by GET."""
+    for k in range(4):
+        client.set(str(k), json.dumps({"name": f"n{k}", "plan": "p"}))
+    client.config_resetstat()
+    out = tmp_path / "out.json"
+    sql = _lookup_sql(server, out, "JOIN", ", 'lookup.cache.max_bytes' = '0'", count=100)
+    _run(spark, sql, tmp_path / "state")
+    assert len(_rows(out)) == 100
+    stats = client.info("commandstats")
+    assert "cmdstat_get" not in stats
+    assert 0 < stats["cmdstat_mget"]["calls"] <= 20, stats["cmdstat_mget"]
+
+
+@pytest.mark.parametrize(
+    ("sql", "message"),
+    [
+        (
+            "CREATE TEMPORARY TABLE c (id TEXT METADATA FROM 'key' PRIMARY KEY, name TEXT) WITH "
+            "({conn});\nSELECT counter FROM src JOIN c ON CAST(counter AS TEXT) = c.name;",
+            "the right-side of a look-up join condition must be a PRIMARY KEY column, but "
+            "'name' is not",
+        ),
+        (
+            "CREATE TEMPORARY TABLE c (id TEXT, name TEXT) WITH ({conn});\n"
+            "SELECT counter FROM src JOIN c ON CAST(counter AS TEXT) = c.id;",
+            "Redis lookup tables must have a PRIMARY KEY field defined as "
+            "`field_name TEXT METADATA FROM 'key'`",
+        ),
+        (
+            "CREATE TEMPORARY TABLE c (id TEXT METADATA FROM 'key' PRIMARY KEY, name TEXT) WITH "
+            "({conn});\nSELECT counter FROM src RIGHT JOIN c ON CAST(counter AS TEXT) = c.id;",
+            "RIGHT join is not supported for lookup tables; must be a left or inner join",
+        ),
+        (
+            "CREATE TEMPORARY TABLE c (id TEXT METADATA FROM 'key' PRIMARY KEY, name TEXT) WITH "
+            "({conn}, type = 'sink');\nSELECT counter FROM src;",
+            "Cannot have a temporary table with type 'sink'; temporary tables must be type "
+            "'lookup'",
+        ),
+        (
+            "CREATE TEMPORARY TABLE c (id TEXT METADATA FROM 'key' PRIMARY KEY, name TEXT) WITH "
+            "({conn});\nSELECT name FROM c;",
+            "lookup tables must be used directly within a join",
+        ),
+        (
+            "CREATE TABLE c (id TEXT METADATA FROM 'key' PRIMARY KEY, name TEXT) WITH "
+            "({conn}, type = 'lookup', target = 'string');\nSELECT counter FROM src;",
+            "target",
+        ),
+    ],
+)
+def test_lookup_joins_that_cannot_work_are_refused(
+    spark: SparkSession, server: RedisServer, tmp_path: Path, sql: str, message: str
+) -> None:
+    conn = f"connector = 'redis', format = 'json', {server.options()}"
+    with pytest.raises(PlanningError) as caught:
+        spark_planner(spark, state_dir=tmp_path).plan(
+            _SOURCE.format(count=1) + sql.format(conn=conn)
+        )
+    text = "\n".join(d.message for d in caught.value.diagnostics)
+    assert message in text, text

@@ -80,7 +80,8 @@ class Capabilities:
     """What a connector can do, declared by it rather than inferred from its other attributes.
 
     - ``source``, ``sink``, ``lookup``: the roles its tables may take (``lookup``: read whole as
-      a static table, ``Connector.read_static``).
+      a static table, ``Connector.read_static``, or with ``lookup_by_key``, looked up by key
+      for each micro-batch's rows, ``Connector.lookup``).
     - ``bounded``: whether its source's input ends (``per_table``: ``Connector.bounded`` says).
     - ``replayable``: its source gives the same rows again for a checkpoint's offsets, so a
       replayed micro-batch reads what the first attempt read (exactly once with a sink that
@@ -102,6 +103,7 @@ class Capabilities:
     source: bool = False
     sink: bool = False
     lookup: bool = False
+    lookup_by_key: bool = False
     bounded: Bounded = "never"
     replayable: bool = False
     delivery: Delivery | None = None
@@ -112,8 +114,12 @@ class Capabilities:
     def __post_init__(self) -> None:
         if self.sink != (self.delivery is not None):
             raise ValueError("a sink states its delivery guarantee, and only a sink has one")
-        if not self.source and (self.lookup or self.bounded != "never" or self.replayable):
-            raise ValueError("lookup, bounded and replayable are properties of a source")
+        if not self.source and (self.bounded != "never" or self.replayable):
+            raise ValueError("bounded and replayable are properties of a source")
+        if self.lookup and not (self.source or self.lookup_by_key):
+            raise ValueError("a lookup table read whole is read as a source is")
+        if self.lookup_by_key and not self.lookup:
+            raise ValueError("lookup_by_key is a property of a lookup table")
         if self.writes_lines and not self.sink:
             raise ValueError("writes_lines is a property of a sink")
 
@@ -187,6 +193,12 @@ def table_of(writer: DataStreamWriter) -> str | None:
 def table_state_dir(pipeline_dir: Path, table: str) -> Path:
     """A table's own directory inside the pipeline's state (``ReadContext.state_dir``)."""
     return pipeline_dir / "tables" / table
+
+
+class KeyLookup(Protocol):
+    """Records of a key-value lookup table, fetched a batch of keys at a time."""
+
+    def __call__(self, keys: list[str]) -> list[str | bytes | None]: ...
 
 
 class LineWriter(Protocol):
@@ -317,6 +329,17 @@ class Connector(ABC, Generic[OptionsT, ConnectionT]):
         it for each micro-batch of a stream joined with it; a connector says in its docs
         when changes to the table are seen. Needs ``Capabilities.lookup``."""
         raise ConnectorError(f"connector '{self.name}' cannot be a lookup table")
+
+    def lookup(self, table: TableSpec, options: OptionsT) -> KeyLookup:
+        """A lookup table's values by key (``Capabilities.lookup_by_key``): a picklable
+        function the executors call with a batch of keys, which returns each key's record in
+        the table's format (None: no such key). Called on the driver; must not connect."""
+        raise ConnectorError(f"connector '{self.name}' cannot look rows up by key")
+
+    def lookup_cache(self, options: OptionsT) -> tuple[int, float | None]:
+        """A key-value lookup table's cache: its bytes (0: none) and each record's seconds
+        (None: until evicted)."""
+        return 0, None
 
     def write(
         self, ctx: WriteContext, df: DataFrame, table: TableSpec, options: OptionsT

@@ -121,6 +121,12 @@ def register(spark: SparkSession, program: PipelineProgram, settings: BuildSetti
 def register_source(spark: SparkSession, table: TableSpec, settings: BuildSettings) -> None:
     """The source's view; for a changelog, its signed rows' view too (each query reads the
     source anew, so a query reads the one it names)."""
+    conn = connector(table.connector)
+    if table.is_lookup and conn is not None and conn.capabilities.lookup_by_key:
+        from arroyo.engine.lookups import register_key_lookup
+
+        register_key_lookup(spark, table, conn, conn.table_options(table))
+        return
     build_source(spark, table, settings).createOrReplaceTempView(table.name)
     if table.is_changelog:
         signed = build_source(spark, table, settings, signed=True)

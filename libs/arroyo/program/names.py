@@ -24,6 +24,15 @@ SIGN = "__arroyo_sign"
 # source's primary key, say): that column under this prefix, so that the sink still tells the
 # rows apart, as Arroyo's updating rows carry their key's hash beside their columns.
 HIDDEN_KEY = "__arroyo_key_"
+# A key-value lookup table (``Capabilities.lookup_by_key``) is looked up by a SQL function of
+# this prefix and the table's name, which the engine registers; a query joining it carries each
+# row's record under the same prefix and the join's alias.
+LOOKUP = "__arroyo_lookup_"
+
+
+def lookup_function(table: str) -> str:
+    """The SQL function that looks a key-value lookup table's records up by key."""
+    return f"{LOOKUP}{table}"
 
 
 def signed_view(table: str) -> str:

@@ -81,6 +81,8 @@ class CreateTable:
     watermark_offset: int = 0
     as_query: exp.Query | None = None
     query_offset: int = 0
+    # CREATE TEMPORARY TABLE: a lookup table (Arroyo's way to declare one).
+    temporary: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,8 +229,9 @@ def _parse_statement(text: SourceText, start: int, end: int, tokens: list[Token]
             return CreateView(
                 _ident(name_tok), name_tok.start, parse_query(text, q_offset, end), q_offset
             )
+        temporary = cur.accept("TEMPORARY")
         if cur.accept("TABLE"):
-            return _parse_create_table(cur, start, end)
+            return _parse_create_table(cur, start, end, temporary=temporary)
         raise cur.error(
             "only CREATE TABLE and CREATE VIEW are supported", start, "unsupported_statement"
         )
@@ -346,7 +349,9 @@ def _partitioned_by(cur: _Tokens) -> OptionDecl | None:
     return OptionDecl(_PARTITION_FIELDS, f"[{', '.join(fields)}]", tok.start)
 
 
-def _parse_create_table(cur: _Tokens, start: int, end: int) -> CreateTable:
+def _parse_create_table(
+    cur: _Tokens, start: int, end: int, *, temporary: bool = False
+) -> CreateTable:
     cur.accept("IF", "NOT", "EXISTS")
     name_tok = cur.next()
     name = _ident(name_tok)
@@ -411,6 +416,7 @@ def _parse_create_table(cur: _Tokens, start: int, end: int) -> CreateTable:
         watermark_offset=elements.watermark_offset,
         as_query=as_query,
         query_offset=query_offset,
+        temporary=temporary,
     )
 
 

@@ -1,13 +1,15 @@
-"""``redis``: a sink writing rows as strings, list items or hash fields."""
+"""``redis``: a sink writing rows as strings, list items or hash fields, and lookup tables
+read by key."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from arroyo.connectors.base import (
     Capabilities,
     Connector,
     ConnectorError,
+    KeyLookup,
     WriteContext,
 )
 from arroyo.connectors.redis.options import RedisConnection, RedisOptions
@@ -26,6 +28,7 @@ _TARGET_OPTIONS = (
     "target.operation",
     "target.field_column",
 )
+_LOOKUP_OPTIONS = ("lookup.cache.max_bytes", "lookup.cache.ttl")
 
 
 class RedisConnector(Connector[RedisOptions, RedisConnection]):
@@ -37,11 +40,21 @@ class RedisConnector(Connector[RedisOptions, RedisConnection]):
     ``target.field_column``). Written from the executors, one pipeline per partition and
     micro-batch. At least once: a replayed micro-batch sets the same strings and hash fields
     again (so they end as written once) and pushes its list items again.
+
+    Lookup table (``type = 'lookup'`` or CREATE TEMPORARY TABLE): its PRIMARY KEY is a TEXT
+    column ``METADATA FROM 'key'``; a stream joined on it has each row's key looked up when its
+    micro-batch runs (MGET, a batch of keys at a time: arroyo.engine.lookups), and the key's
+    string value decoded in the table's format. What the key holds when the row's batch runs is
+    what the row gets (a replayed batch may see a newer value); ``lookup.cache.*`` bound how
+    stale a cached one can be.
     """
 
     name = "redis"
     description = "Redis keys: strings, lists and hashes"
-    capabilities = Capabilities(sink=True, delivery="at_least_once", needs_format=True)
+    capabilities = Capabilities(
+        sink=True, delivery="at_least_once", needs_format=True, lookup=True, lookup_by_key=True
+    )
+    metadata_keys: ClassVar[dict[str, tuple[str, ...]]] = {"key": ("STRING",)}
     options_model = RedisOptions
     connection_model = RedisConnection
     formats = frozenset({"json", "raw_string", "raw_bytes"})
@@ -63,10 +76,17 @@ class RedisConnector(Connector[RedisOptions, RedisConnection]):
         return f"connected to redis {version}"
 
     def misplaced_options(self, options: RedisOptions, role: Role) -> list[str]:
-        if role == "sink":
-            return []
         set_ = options.model_dump(by_alias=True, exclude_unset=True)
-        return [name for name in _TARGET_OPTIONS if name in set_]
+        wrong = _LOOKUP_OPTIONS if role == "sink" else _TARGET_OPTIONS
+        return [name for name in wrong if name in set_]
+
+    def lookup(self, table: TableSpec, options: RedisOptions) -> KeyLookup:
+        from arroyo.connectors.redis.sink import RedisLookup
+
+        return RedisLookup(table.name, options)
+
+    def lookup_cache(self, options: RedisOptions) -> tuple[int, float | None]:
+        return options.lookup_cache_max_bytes, options.cache_ttl_s()
 
     def column_errors(self, options: RedisOptions, columns: list[ColumnSpec]) -> list[str]:
         if options.target is None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic.config import JsonDict
 
 from arroyo.connectors.base import ConnectorOptions
+from arroyo.sql.time import option_duration_us
 
 _SECRET: JsonDict = {"secret": True}
 
@@ -95,6 +96,33 @@ class RedisOptions(RedisConnection):
         alias="target.field_column",
         description="hash target: TEXT column whose value is the field each row is written to",
     )
+
+    lookup_cache_max_bytes: int = Field(
+        8 * 1024 * 1024,
+        alias="lookup.cache.max_bytes",
+        ge=0,
+        description="lookup table: bytes of records cached per worker process (0: no cache)",
+    )
+    lookup_cache_ttl: str | None = Field(
+        None,
+        alias="lookup.cache.ttl",
+        description="lookup table: how long a cached record is used, as interval '5 seconds' "
+        "(unset: until the cache evicts it)",
+    )
+
+    @field_validator("lookup_cache_ttl")
+    @classmethod
+    def _ttl(cls, value: str | None) -> str | None:
+        if value is not None:
+            option_duration_us(value)  # raises a DurationError (a ValueError) naming the text
+        return value
+
+    def cache_ttl_s(self) -> float | None:
+        return (
+            None
+            if self.lookup_cache_ttl is None
+            else option_duration_us(self.lookup_cache_ttl) / 1e6
+        )
 
     @model_validator(mode="after")
     def _target(self) -> RedisOptions:

@@ -141,3 +141,49 @@ def write_redis(
             batch.foreachPartition(writer)
 
     return encoded.writeStream.foreachBatch(write_batch)
+
+
+# Clients of this process (a Python worker's), by the connection's options: a lookup keeps its
+# connection from batch to batch.
+_CLIENTS: dict[str, Any] = {}
+_MGET_KEYS = 1_000
+
+
+@dataclass(frozen=True)
+class RedisLookup:
+    """A lookup table's records by key: MGET, a thousand keys at a time; pickled to the
+    executors."""
+
+    table: str
+    options: RedisOptions
+
+    def __call__(self, keys: list[str]) -> list[str | bytes | None]:
+        import redis
+
+        opts = self.options
+        ident = opts.model_dump_json(include={"address", "cluster_addresses", "username"})
+        for attempt in range(_ATTEMPTS):
+            try:
+                found = _CLIENTS.get(ident)
+                if found is None:
+                    found = _CLIENTS[ident] = client(opts)
+                values: list[str | bytes | None] = []
+                for start in range(0, len(keys), _MGET_KEYS):
+                    values.extend(found.mget(keys[start : start + _MGET_KEYS]))
+                return values
+            except (redis.ConnectionError, redis.TimeoutError) as err:
+                stale = _CLIENTS.pop(ident, None)
+                if stale is not None:
+                    stale.close()
+                if attempt == _ATTEMPTS - 1:
+                    where = opts.address or opts.cluster_addresses
+                    raise RedisWriteError(
+                        f"redis lookup table '{self.table}' could not read from {where}: {err}"
+                    ) from err
+                time.sleep(_BACKOFF_S[min(attempt, len(_BACKOFF_S) - 1)])
+            except redis.ResponseError as err:
+                where = opts.address or opts.cluster_addresses
+                raise RedisWriteError(
+                    f"redis lookup table '{self.table}' could not read from {where}: {err}"
+                ) from err
+        raise AssertionError("unreachable")

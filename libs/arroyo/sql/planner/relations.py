@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from arroyo.connectors import connector
-from arroyo.program.names import EVENT_TIME, HIDDEN_KEY, KEEP, TOUCHED
+from arroyo.program.names import EVENT_TIME, HIDDEN_KEY, KEEP, LOOKUP, TOUCHED
 from arroyo.sql.planner.diagnostics import ErrorCode, error, span_of
 from arroyo.sql.planner.syntax import from_clause
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 def is_hidden(name: str) -> bool:
     """Whether ``name`` is a column the planner adds for the engine, never shown by ``*``
     nor written to a sink as data."""
-    return name in (EVENT_TIME, KEEP, TOUCHED) or name.startswith(HIDDEN_KEY)
+    return name in (EVENT_TIME, KEEP, TOUCHED) or name.startswith((HIDDEN_KEY, LOOKUP))
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from arroyo.sql.planner.diagnostics import ErrorCode, error, span_of
 from arroyo.sql.planner.optimize.fused_changes import fused_changes
 from arroyo.sql.planner.optimize.interval_join import interval_join_view
 from arroyo.sql.planner.optimize.window_local import note_window_root, window_local_join
-from arroyo.sql.planner.plan import joins, updating, window_fn, windows
+from arroyo.sql.planner.plan import joins, lookups, updating, window_fn, windows
 from arroyo.sql.planner.plan.projection import projection
 from arroyo.sql.planner.plan.stages import stage_changes
 from arroyo.sql.planner.relations import (
@@ -246,11 +246,13 @@ Rule = Callable[[Rewriter, SelectQuery], Planned | None]
 
 def _lookup_tables_alone(rewriter: Rewriter, query: SelectQuery) -> Planned | None:
     if query.relations and not query.streams:
+        lookups.refuse_read_whole(rewriter.ctx, query.node)
         return Planned(query.node, static=True)
     return None
 
 
 def _streams_with_lookup_tables(rewriter: Rewriter, query: SelectQuery) -> Planned | None:
+    query.relations = lookups.rewrite_key_lookups(rewriter.ctx, query.node, query.relations)
     if len(query.streams) < len(query.relations):
         joins.check_lookup_joins(rewriter.ctx, query.node, query.relations)
     return None

@@ -233,6 +233,16 @@ def _check_lookup(ctx: PlanContext, stmt: CreateTable, spec: TableSpec) -> None:
             f"give it its rows as they are (json)",
             ctx.text.span(stmt.offset),
         )
+    conn = connector(spec.connector)
+    if conn is not None and conn.capabilities.lookup_by_key:
+        keys = [c for c in spec.columns if c.name in spec.primary_key]
+        if len(keys) != 1 or keys[0].metadata_key != "key" or keys[0].spark_type != "STRING":
+            raise error(
+                ErrorCode.LOOKUP_TABLE,
+                f"{conn.name.capitalize()} lookup tables must have a PRIMARY KEY field defined "
+                f"as `field_name TEXT METADATA FROM 'key'` ('{stmt.name}')",
+                ctx.text.span(stmt.offset),
+            )
 
 
 def _with_profile(
@@ -267,6 +277,22 @@ def _with_profile(
 def _table_role(
     ctx: PlanContext, stmt: CreateTable, conn: Connector, options: dict[str, Any]
 ) -> Any:
+    if stmt.temporary:
+        role = options["type"].value if "type" in options else "lookup"
+        if role != "lookup":
+            raise error(
+                ErrorCode.BAD_OPTION,
+                f"Cannot have a temporary table with type '{role}'; temporary tables must be "
+                f"type 'lookup'",
+                ctx.text.span(options["type"].offset),
+            )
+        if "lookup" not in conn.roles:
+            raise error(
+                ErrorCode.BAD_OPTION,
+                f"connector '{conn.name}' cannot be a lookup table",
+                ctx.text.span(stmt.offset),
+            )
+        return role
     if "type" in options:
         role = options["type"].value
         if role not in ("source", "sink", "lookup"):

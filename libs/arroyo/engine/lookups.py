@@ -1,0 +1,127 @@
+"""Key-value lookup tables (``Capabilities.lookup_by_key``) in a Spark session: the SQL
+function that looks records up by key (``names.lookup_function``), which the planner's rewrite
+of a lookup join calls (arroyo.sql.planner.plan.lookups), and the table's name as an empty view
+of its columns, for the planner to analyse queries that name it.
+
+The function is an Arrow UDF: each call gets a batch of keys (thousands of rows of one
+partition), asks the connector's lookup for the distinct ones it has not cached, in one batch,
+and gives each row its record (null: no such key). Records are cached per Python worker process,
+up to ``lookup.cache.max_bytes`` (0: no cache), each for ``lookup.cache.ttl`` (unset: until
+evicted); a miss is cached too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+from arroyo.program.names import lookup_function, quote_name
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+
+    from arroyo.connectors.base import AnyConnector, KeyLookup
+    from arroyo.program.spec import TableSpec
+
+
+class RecordCache:
+    """Records by key, least recently used first out, bounded in bytes, each for ``ttl_s``."""
+
+    def __init__(self, max_bytes: int, ttl_s: float | None) -> None:
+        self.max_bytes = max_bytes
+        self.ttl_s = ttl_s
+        self.size = 0
+        self.entries: OrderedDict[str, tuple[float, str | bytes | None]] = OrderedDict()
+
+    def get(self, key: str) -> tuple[bool, str | bytes | None]:
+        entry = self.entries.get(key)
+        if entry is None:
+            return False, None
+        stored, value = entry
+        if self.ttl_s is not None and time.monotonic() - stored > self.ttl_s:
+            self._drop(key)
+            return False, None
+        self.entries.move_to_end(key)
+        return True, value
+
+    def put(self, key: str, value: str | bytes | None) -> None:
+        if self.max_bytes <= 0:
+            return
+        self._drop(key)
+        self.entries[key] = (time.monotonic(), value)
+        self.size += _weight(key, value)
+        while self.size > self.max_bytes and self.entries:
+            self._drop(next(iter(self.entries)))
+
+    def _drop(self, key: str) -> None:
+        entry = self.entries.pop(key, None)
+        if entry is not None:
+            self.size -= _weight(key, entry[1])
+
+
+def _weight(key: str, value: str | bytes | None) -> int:
+    return len(key) + (len(value) if value is not None else 0) + 64
+
+
+class Lookup:
+    """The UDF's work: pickled to the Python workers, each keeping its own cache."""
+
+    def __init__(self, fetch: KeyLookup, max_bytes: int, ttl_s: float | None) -> None:
+        self.fetch = fetch
+        self.max_bytes = max_bytes
+        self.ttl_s = ttl_s
+        self._cache: RecordCache | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"fetch": self.fetch, "max_bytes": self.max_bytes, "ttl_s": self.ttl_s}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["fetch"], state["max_bytes"], state["ttl_s"])  # type: ignore[misc]
+
+    def __call__(self, keys: pa.Array) -> pa.Array:
+        import pyarrow as pa
+
+        if self._cache is None:
+            self._cache = RecordCache(self.max_bytes, self.ttl_s)
+        cache = self._cache
+        given = keys.to_pylist()
+        found: dict[str, str | bytes | None] = {}
+        missing: list[str] = []
+        for key in given:
+            if key is None or key in found:
+                continue
+            hit, value = cache.get(key)
+            if hit:
+                found[key] = value
+            else:
+                found[key] = None
+                missing.append(key)
+        if missing:
+            for key, value in zip(missing, self.fetch(missing), strict=True):
+                found[key] = value
+                cache.put(key, value)
+        out = [None if k is None else found[k] for k in given]
+        text = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in out]
+        return pa.array(text, pa.string())
+
+
+def register_key_lookup(
+    spark: SparkSession, table: TableSpec, conn: AnyConnector, options: Any
+) -> None:
+    """The table's lookup function and its name as an empty view of its columns."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.functions import arrow_udf
+
+    max_bytes, ttl_s = conn.lookup_cache(options)
+    lookup = Lookup(conn.lookup(table, options), max_bytes, ttl_s)
+
+    def look(keys: pa.Array) -> pa.Array:
+        return lookup(keys)
+
+    # Spark reads the UDF's kind off its hints, evaluated (pyarrow is not imported at the top).
+    look.__annotations__ = {"keys": pa.Array, "return": pa.Array}
+    spark.udf.register(lookup_function(table.name), arrow_udf(look, "string"))  # type: ignore[call-overload]
+    ddl = ", ".join(f"{quote_name(c.name)} {c.spark_type}" for c in table.columns)
+    spark.createDataFrame([], ddl).createOrReplaceTempView(table.name)

@@ -1,0 +1,192 @@
+"""Joins with key-value lookup tables (``Capabilities.lookup_by_key``: Redis), as Arroyo runs
+them: each stream row's key is looked up when its micro-batch runs, a batch of keys at a time,
+never the whole table read.
+
+``stream s [LEFT] JOIN t ON s.k = t.key_column`` becomes a projection of the stream that adds
+each row's record, fetched by the engine's lookup function (``names.lookup_function``), and
+the query reads the lookup table's columns out of it: the key column is the key looked up, the
+others the record decoded in the table's format. A key with no record gives nulls, which an
+inner join filters out and a LEFT JOIN keeps. Refused, as Arroyo refuses them: a join on
+anything but the table's PRIMARY KEY, a condition that is not one equality, and joins other
+than inner and left with the lookup table on the right.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from arroyo.connectors import connector
+from arroyo.program.names import LOOKUP, lookup_function, quote_name
+from arroyo.sql.planner.diagnostics import ErrorCode, error, span_of
+from arroyo.sql.planner.syntax import from_clause
+
+if TYPE_CHECKING:
+    from arroyo.program.spec import TableSpec
+    from arroyo.sql.planner.context import PlanContext
+    from arroyo.sql.planner.relations import Relation
+
+
+def key_lookup_table(ctx: PlanContext, node: exp.Expression) -> TableSpec | None:
+    """The key-value lookup table a FROM item names, if it names one."""
+    if not isinstance(node, exp.Table):
+        return None
+    spec = ctx.names.tables.get(node.name)
+    if spec is None or not spec.is_lookup:
+        return None
+    conn = connector(spec.connector)
+    return spec if conn is not None and conn.capabilities.lookup_by_key else None
+
+
+def refuse_read_whole(ctx: PlanContext, select: exp.Select) -> None:
+    """A key-value lookup table has no rows to read but those asked for by key."""
+    for table in select.find_all(exp.Table):
+        if key_lookup_table(ctx, table) is not None:
+            raise error(
+                ErrorCode.LOOKUP_TABLE,
+                f"lookup tables must be used directly within a join: '{table.name}' is read "
+                f"by key, for each row of a stream joined with it",
+                span_of(ctx.text, table),
+            )
+
+
+def rewrite_key_lookups(
+    ctx: PlanContext, select: exp.Select, relations: list[Relation]
+) -> list[Relation]:
+    """Rewrites ``select``'s joins with key-value lookup tables (above); returns its relations
+    without them."""
+    joins = list(select.args.get("joins") or [])
+    found = [
+        (j, r) for j, r in zip(joins, relations[1:], strict=False) if key_lookup_table(ctx, j.this)
+    ]
+    if not found:
+        return relations
+    from_ = from_clause(select)
+    assert from_ is not None
+    first = from_.this
+    stream = relations[0].alias
+    if key_lookup_table(ctx, first) is not None or relations[0].static:
+        raise error(
+            ErrorCode.LOOKUP_OUTER_JOIN,
+            "lookup sources must be on the right side of an inner or left join",
+            span_of(ctx.text, first),
+        )
+    if len(joins) > len(found):
+        raise error(
+            ErrorCode.LOOKUP_TABLE,
+            "a query with a key-value lookup join joins nothing else: join the streams in a "
+            "view first, then look keys up from it",
+            span_of(ctx.text, joins[0]),
+        )
+    added: list[exp.Expr] = [exp.column(exp.Star(), table=stream)]
+    values: dict[str, tuple[TableSpec, str, exp.Expression]] = {}
+    inner: list[str] = []  # the records an inner join needs
+    for join, rel in found:
+        spec = key_lookup_table(ctx, join.this)
+        assert spec is not None
+        key, inner_join = _key_of(ctx, join, rel.alias, spec)
+        hidden = f"{LOOKUP}{rel.alias}"
+        call = exp.Anonymous(
+            this=lookup_function(spec.name), expressions=[exp.cast(key.copy(), "STRING")]
+        )
+        added.append(exp.alias_(call, hidden, quoted=True))
+        if inner_join:
+            inner.append(hidden)
+        values[rel.alias] = (spec, hidden, key)
+    lookup_names = {a: {c.name for c in spec.columns} for a, (spec, _, _) in values.items()}
+    stream_names = {name for name, _ in relations[0].columns}
+    for column in list(select.find_all(exp.Column)):
+        alias = column.table
+        if not alias:
+            owners = [a for a, names in lookup_names.items() if column.name in names]
+            if len(owners) != 1 or column.name in stream_names:
+                continue
+            alias = owners[0]
+        if alias not in values:
+            continue
+        spec, hidden, key = values[alias]
+        value = _value(spec, column.name, stream, hidden, key)
+        # A projection keeps the column's name.
+        named = column.parent is select and column.arg_key == "expressions"
+        column.replace(exp.alias_(value, column.name, quoted=True) if named else value)
+    source = first.copy()
+    subquery = exp.select(*added).from_(source)
+    from_.set(
+        "this", exp.Subquery(this=subquery, alias=exp.TableAlias(this=exp.to_identifier(stream)))
+    )
+    select.set("joins", None)
+    for hidden in inner:
+        record = exp.column(hidden, table=stream, quoted=True)
+        select.where(exp.Not(this=exp.Is(this=record, expression=exp.null())), copy=False)
+    return relations[:1]
+
+
+def _key_of(
+    ctx: PlanContext, join: exp.Join, alias: str, spec: TableSpec
+) -> tuple[exp.Expression, bool]:
+    """The stream's side of a lookup join's condition, and whether the join is inner."""
+    side = (join.args.get("side") or "").upper()
+    kind = (join.args.get("kind") or "").upper()
+    if side not in ("", "LEFT") or kind not in ("", "INNER", "OUTER"):
+        raise error(
+            ErrorCode.LOOKUP_OUTER_JOIN,
+            f"{side or kind} join is not supported for lookup tables; must be a left or inner join",
+            span_of(ctx.text, join),
+        )
+    on = join.args.get("on")
+    if isinstance(on, exp.And):
+        raise error(
+            ErrorCode.LOOKUP_TABLE,
+            "multiple filters found in lookup join, which is not supported",
+            span_of(ctx.text, on),
+        )
+    if not isinstance(on, exp.EQ):
+        raise error(
+            ErrorCode.LOOKUP_TABLE,
+            "filter join conditions are not supported for lookup joins; must have an equality "
+            "condition",
+            span_of(ctx.text, on if on is not None else join),
+        )
+
+    def of_lookup(e: exp.Expression) -> bool:
+        return any(c.table == alias for c in e.find_all(exp.Column))
+
+    left, right = on.this, on.expression
+    if of_lookup(left) and not of_lookup(right):
+        left, right = right, left
+    if not isinstance(right, exp.Column) or right.table != alias or of_lookup(left):
+        raise error(
+            ErrorCode.LOOKUP_TABLE,
+            f"invalid right-side condition for lookup join: `{on.sql(dialect='postgres')}`; "
+            f"only column references are supported",
+            span_of(ctx.text, on),
+        )
+    if right.name not in spec.primary_key:
+        raise error(
+            ErrorCode.LOOKUP_TABLE,
+            f"the right-side of a look-up join condition must be a PRIMARY KEY column, but "
+            f"'{right.name}' is not",
+            span_of(ctx.text, right),
+        )
+    return left, side != "LEFT"
+
+
+def _value(
+    spec: TableSpec, name: str, stream: str, hidden: str, key: exp.Expression
+) -> exp.Expression:
+    """A lookup table's column, read from the row's record (its key: the key looked up)."""
+    record = exp.column(hidden, table=stream, quoted=True)
+    if name in spec.primary_key:
+        return exp.If(
+            this=exp.Is(this=record.copy(), expression=exp.null()),
+            true=exp.null(),
+            false=exp.cast(key.copy(), "STRING"),
+        )
+    physical = [c for c in spec.columns if c.physical]
+    assert spec.format is not None
+    if spec.format.name == "raw_string":
+        return record
+    ddl = ", ".join(f"{quote_name(c.name)} {c.spark_type}" for c in physical)
+    decoded = exp.Anonymous(this="from_json", expressions=[record, exp.Literal.string(ddl)])
+    return exp.Dot(this=exp.Paren(this=decoded), expression=exp.to_identifier(name, quoted=True))
