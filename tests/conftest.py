@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from arroyo.testing.kafka import KafkaBroker
+    from arroyo.testing.mosquitto import Mosquitto
     from arroyo.testing.redis import RedisServer
     from arroyo.testing.s3 import S3Server
 
@@ -104,6 +105,24 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServ
         pytest.fail(str(err), pytrace=False)
     with running_redis(tmp_path_factory.mktemp("redis")) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def mosquitto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mosquitto]:
+    """One real MQTT broker (Debian's mosquitto: plain, TLS and WebSocket listeners, a password
+    required) for the session; see ``arroyo.testing.mosquitto``. Tests use topics of their own."""
+    from arroyo.testing.mosquitto import (
+        MosquittoUnavailableError,
+        find_mosquitto,
+        running_mosquitto,
+    )
+
+    try:
+        find_mosquitto()
+    except MosquittoUnavailableError as err:
+        pytest.fail(str(err), pytrace=False)
+    with running_mosquitto(tmp_path_factory.mktemp("mosquitto")) as broker:
+        yield broker
 
 
 @pytest.fixture(scope="session")

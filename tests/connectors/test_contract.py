@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from arroyo.testing.kafka import KafkaBroker
+    from arroyo.testing.mosquitto import Mosquitto
     from arroyo.testing.redis import RedisServer
 
 # Impulse events, in batches of a fixed size (under a batch cap, batch b holds events
@@ -166,6 +167,12 @@ PLANNED: dict[str, Planned] = {
             "source": "path = '{dir}/in'",
             "lookup": "path = '{dir}/in'",
             "sink": "path = '{dir}/out'",
+        }
+    ),
+    "mqtt": Planned(
+        {
+            "source": "url = 'tcp://{trap}', topic = 't', qos = 'AtLeastOnce'",
+            "sink": "url = 'tcp://{trap}', topic = 't'",
         }
     ),
     "redis": Planned(
@@ -417,6 +424,21 @@ def _redis(request: pytest.FixtureRequest, work: Path) -> Sink:
     return Sink(f"{server.options()}, target = 'list', 'target.key_prefix' = '{key}'", read)
 
 
+def _mqtt(request: pytest.FixtureRequest, work: Path) -> Sink:
+    from tests.connectors.test_mqtt import _Client
+
+    broker: Mosquitto = request.getfixturevalue("mosquitto")
+    topic = f"contract/{uuid.uuid4().hex[:8]}"
+    reader = _Client(broker, subscribe=topic)
+    request.addfinalizer(reader.close)
+
+    def read() -> list[dict[str, Any]]:
+        with reader.lock:
+            return [json.loads(p) for _, p in reader.received]
+
+    return Sink(f"{broker.options()}, topic = '{topic}', qos = 'AtLeastOnce'", read)
+
+
 # Each sink's cases: (id, marks, case).
 SINKS: dict[str, list[tuple[str, tuple[pytest.MarkDecorator, ...], SinkCase]]] = {
     "single_file": [("single_file", (), _single_file)],
@@ -426,6 +448,7 @@ SINKS: dict[str, list[tuple[str, tuple[pytest.MarkDecorator, ...], SinkCase]]] =
     ],
     "stdout": [("stdout", (), _stdout)],
     "redis": [("redis", (), _redis)],
+    "mqtt": [("mqtt", (), _mqtt)],
     "blackhole": [("blackhole", (), _blackhole)],
     "kafka": [
         ("kafka-at_least_once", (pytest.mark.kafka,), _kafka("at_least_once")),

@@ -20,6 +20,7 @@ from arroyo.connectors.filesystem import FilesystemConnector
 from arroyo.connectors.iceberg import IcebergConnector
 from arroyo.connectors.impulse import ImpulseConnector
 from arroyo.connectors.kafka import KafkaConnector
+from arroyo.connectors.mqtt import MqttConnector
 from arroyo.connectors.nexmark import NexmarkConnector
 from arroyo.connectors.redis import RedisConnector
 from arroyo.connectors.single_file import SingleFileConnector
@@ -30,6 +31,7 @@ CONNECTORS: tuple[AnyConnector, ...] = (
     ImpulseConnector(),
     NexmarkConnector(),
     KafkaConnector(),
+    MqttConnector(),
     SingleFileConnector(),
     FilesystemConnector(),
     DeltaConnector(),
