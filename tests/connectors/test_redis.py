@@ -267,6 +267,17 @@ def test_lookups_are_batched_not_a_round_trip_per_row(
             "({conn}, type = 'lookup', target = 'string');\nSELECT counter FROM src;",
             "target",
         ),
+        (
+            "CREATE TEMPORARY TABLE c (id TEXT METADATA FROM 'key' PRIMARY KEY, name TEXT) WITH "
+            "({conn});\nSELECT counter FROM c JOIN src ON c.id = CAST(counter AS TEXT);",
+            "lookup sources must be on the right side of an inner or left join",
+        ),
+        (
+            "CREATE TEMPORARY TABLE c (id TEXT METADATA FROM 'key' PRIMARY KEY, v BYTEA) WITH "
+            "(connector = 'redis', format = 'raw_bytes', address = 'redis://127.0.0.1:1');\n"
+            "SELECT counter FROM src JOIN c ON CAST(counter AS TEXT) = c.id;",
+            "values are json or raw_string, not raw_bytes",
+        ),
     ],
 )
 def test_lookup_joins_that_cannot_work_are_refused(

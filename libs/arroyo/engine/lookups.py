@@ -13,6 +13,7 @@ evicted); a miss is cached too.
 from __future__ import annotations
 
 import time
+import uuid
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
@@ -65,27 +66,26 @@ def _weight(key: str, value: str | bytes | None) -> int:
     return len(key) + (len(value) if value is not None else 0) + 64
 
 
-class Lookup:
-    """The UDF's work: pickled to the Python workers, each keeping its own cache."""
+# Each Python worker's caches, by lookup (a worker runs many tasks, each of which unpickles
+# the function anew).
+_CACHES: dict[str, RecordCache] = {}
 
-    def __init__(self, fetch: KeyLookup, max_bytes: int, ttl_s: float | None) -> None:
+
+class Lookup:
+    """The UDF's work: pickled to the Python workers, which keep its cache (``_CACHES``)."""
+
+    def __init__(self, ident: str, fetch: KeyLookup, max_bytes: int, ttl_s: float | None) -> None:
+        self.ident = ident
         self.fetch = fetch
         self.max_bytes = max_bytes
         self.ttl_s = ttl_s
-        self._cache: RecordCache | None = None
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {"fetch": self.fetch, "max_bytes": self.max_bytes, "ttl_s": self.ttl_s}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["fetch"], state["max_bytes"], state["ttl_s"])  # type: ignore[misc]
 
     def __call__(self, keys: pa.Array) -> pa.Array:
         import pyarrow as pa
 
-        if self._cache is None:
-            self._cache = RecordCache(self.max_bytes, self.ttl_s)
-        cache = self._cache
+        cache = _CACHES.get(self.ident)
+        if cache is None:
+            cache = _CACHES[self.ident] = RecordCache(self.max_bytes, self.ttl_s)
         given = keys.to_pylist()
         found: dict[str, str | bytes | None] = {}
         missing: list[str] = []
@@ -115,13 +115,17 @@ def register_key_lookup(
     from pyspark.sql.pandas.functions import arrow_udf
 
     max_bytes, ttl_s = conn.lookup_cache(options)
-    lookup = Lookup(conn.lookup(table, options), max_bytes, ttl_s)
+    ident = f"{table.name}:{uuid.uuid4().hex}"  # a new cache for each run of the pipeline
+    lookup = Lookup(ident, conn.lookup(table, options), max_bytes, ttl_s)
 
     def look(keys: pa.Array) -> pa.Array:
         return lookup(keys)
 
     # Spark reads the UDF's kind off its hints, evaluated (pyarrow is not imported at the top).
     look.__annotations__ = {"keys": pa.Array, "return": pa.Array}
-    spark.udf.register(lookup_function(table.name), arrow_udf(look, "string"))  # type: ignore[call-overload]
+    # Not deterministic (a key's record changes): Spark evaluates it once per row, never again
+    # for a filter it moves below it (an inner join's test of whether the key was found).
+    function = arrow_udf(look, "string").asNondeterministic()  # type: ignore[call-overload]
+    spark.udf.register(lookup_function(table.name), function)
     ddl = ", ".join(f"{quote_name(c.name)} {c.spark_type}" for c in table.columns)
     spark.createDataFrame([], ddl).createOrReplaceTempView(table.name)

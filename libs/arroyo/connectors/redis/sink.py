@@ -31,6 +31,15 @@ class RedisWriteError(RuntimeError):
     """A batch that could not be written: names the sink and the server."""
 
 
+class RedisReadError(RuntimeError):
+    """Keys that could not be looked up: names the table and the server."""
+
+
+# The key and field columns as the executors get them (beside the encoded ``value``).
+_KEY = "__arroyo_redis_key"
+_FIELD = "__arroyo_redis_field"
+
+
 def client(conn: RedisConnection, timeout_s: float = 10.0) -> Any:
     """A client of the server or cluster ``conn`` names (redis-py)."""
     import redis
@@ -88,10 +97,23 @@ class PartitionWriter:
     def _command(self, row: Row) -> tuple[str, str | None, Any]:
         opts = self.options
         key = opts.target_key_prefix or ""
-        if opts.target_key_column:
-            key += row[opts.target_key_column]
-        field = row[opts.target_field_column] if opts.target_field_column else None
-        return key, field, row["value"]
+        field = None
+        for option, column, name in (
+            ("target.key_column", opts.target_key_column, _KEY),
+            ("target.field_column", opts.target_field_column, _FIELD),
+        ):
+            if column is None:
+                continue
+            if row[name] is None:
+                raise RedisWriteError(
+                    f"redis sink '{self.sink}': a row's {option} '{column}' is null"
+                )
+            if name == _KEY:
+                key += row[name]
+            else:
+                field = row[name]
+        value = row["value"]
+        return key, field, bytes(value) if isinstance(value, bytearray) else value
 
     def _write(self, batch: list[tuple[str, str | None, Any]]) -> None:
         opts = self.options
@@ -129,11 +151,20 @@ def write_redis(
 ) -> DataStreamWriter:
     """The sink of a streaming query: each micro-batch's rows, encoded in the table's format,
     written by the executors (``PartitionWriter``)."""
+    from pyspark.sql import functions as F
+
     from arroyo.connectors.runtime.sinks import batch_in_flight
     from arroyo.formats.codec import encode
+    from arroyo.program.names import quote_name
 
-    keep = [c for c in (opts.target_key_column, opts.target_field_column) if c]
-    encoded = encode(df, table, keep=list(dict.fromkeys(keep)))
+    # The key and field columns beside the record, under names no table column has.
+    beside = {
+        name: column
+        for name, column in ((_KEY, opts.target_key_column), (_FIELD, opts.target_field_column))
+        if column
+    }
+    carried = df.select("*", *[F.col(quote_name(c)).alias(n) for n, c in beside.items()])
+    encoded = encode(carried, table, beside=list(beside))
     writer = PartitionWriter(table.name, opts)
 
     def write_batch(batch: DataFrame, _batch_id: int) -> None:
@@ -159,31 +190,36 @@ class RedisLookup:
 
     def __call__(self, keys: list[str]) -> list[str | bytes | None]:
         import redis
+        from redis.cluster import RedisCluster
+        from redis.exceptions import RedisClusterException
 
         opts = self.options
-        ident = opts.model_dump_json(include={"address", "cluster_addresses", "username"})
+        ident = opts.model_dump_json(
+            include={"address", "cluster_addresses", "username", "password"}
+        )
+        where = opts.address or opts.cluster_addresses
         for attempt in range(_ATTEMPTS):
             try:
                 found = _CLIENTS.get(ident)
                 if found is None:
                     found = _CLIENTS[ident] = client(opts)
+                # A cluster's keys are on many nodes: one MGET per node holding some.
+                mget = found.mget_nonatomic if isinstance(found, RedisCluster) else found.mget
                 values: list[str | bytes | None] = []
                 for start in range(0, len(keys), _MGET_KEYS):
-                    values.extend(found.mget(keys[start : start + _MGET_KEYS]))
+                    values.extend(mget(keys[start : start + _MGET_KEYS]))
                 return values
             except (redis.ConnectionError, redis.TimeoutError) as err:
                 stale = _CLIENTS.pop(ident, None)
                 if stale is not None:
                     stale.close()
                 if attempt == _ATTEMPTS - 1:
-                    where = opts.address or opts.cluster_addresses
-                    raise RedisWriteError(
+                    raise RedisReadError(
                         f"redis lookup table '{self.table}' could not read from {where}: {err}"
                     ) from err
                 time.sleep(_BACKOFF_S[min(attempt, len(_BACKOFF_S) - 1)])
-            except redis.ResponseError as err:
-                where = opts.address or opts.cluster_addresses
-                raise RedisWriteError(
+            except (redis.RedisError, RedisClusterException) as err:
+                raise RedisReadError(
                     f"redis lookup table '{self.table}' could not read from {where}: {err}"
                 ) from err
         raise AssertionError("unreachable")

@@ -236,6 +236,13 @@ def _check_lookup(ctx: PlanContext, stmt: CreateTable, spec: TableSpec) -> None:
     conn = connector(spec.connector)
     if conn is not None and conn.capabilities.lookup_by_key:
         keys = [c for c in spec.columns if c.name in spec.primary_key]
+        if spec.format is not None and spec.format.name not in ("json", "raw_string"):
+            raise error(
+                ErrorCode.LOOKUP_TABLE,
+                f"lookup table '{stmt.name}': a {conn.name} lookup table's values are json or "
+                f"raw_string, not {spec.format.name}",
+                ctx.text.span(stmt.offset),
+            )
         if len(keys) != 1 or keys[0].metadata_key != "key" or keys[0].spark_type != "STRING":
             raise error(
                 ErrorCode.LOOKUP_TABLE,

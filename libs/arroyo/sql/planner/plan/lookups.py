@@ -57,20 +57,33 @@ def rewrite_key_lookups(
     """Rewrites ``select``'s joins with key-value lookup tables (above); returns its relations
     without them."""
     joins = list(select.args.get("joins") or [])
+    from_ = from_clause(select)
+    first = from_.this if from_ is not None else None
+    if first is not None and key_lookup_table(ctx, first) is not None and joins:
+        raise error(
+            ErrorCode.LOOKUP_OUTER_JOIN,
+            "lookup sources must be on the right side of an inner or left join",
+            span_of(ctx.text, first),
+        )
     found = [
         (j, r) for j, r in zip(joins, relations[1:], strict=False) if key_lookup_table(ctx, j.this)
     ]
     if not found:
         return relations
-    from_ = from_clause(select)
-    assert from_ is not None
-    first = from_.this
+    assert from_ is not None and first is not None
     stream = relations[0].alias
-    if key_lookup_table(ctx, first) is not None or relations[0].static:
+    if relations[0].static:
         raise error(
             ErrorCode.LOOKUP_OUTER_JOIN,
             "lookup sources must be on the right side of an inner or left join",
             span_of(ctx.text, first),
+        )
+    if relations[0].updating is not None:
+        raise error(
+            ErrorCode.LOOKUP_TABLE,
+            "a key-value lookup join needs a stream of appended rows; this one reads an "
+            "updating result",
+            span_of(ctx.text, found[0][0]),
         )
     if len(joins) > len(found):
         raise error(
@@ -86,6 +99,14 @@ def rewrite_key_lookups(
         spec = key_lookup_table(ctx, join.this)
         assert spec is not None
         key, inner_join = _key_of(ctx, join, rel.alias, spec)
+        for other in key.find_all(exp.Column):
+            if other.table and other.table.lower() != stream.lower():
+                raise error(
+                    ErrorCode.LOOKUP_TABLE,
+                    f"a lookup join's key comes from the stream ('{stream}'), not from "
+                    f"'{other.table}': look the keys up in a view, then join that",
+                    span_of(ctx.text, other),
+                )
         hidden = f"{LOOKUP}{rel.alias}"
         call = exp.Anonymous(
             this=lookup_function(spec.name), expressions=[exp.cast(key.copy(), "STRING")]
@@ -94,19 +115,29 @@ def rewrite_key_lookups(
         if inner_join:
             inner.append(hidden)
         values[rel.alias] = (spec, hidden, key)
-    lookup_names = {a: {c.name for c in spec.columns} for a, (spec, _, _) in values.items()}
-    stream_names = {name for name, _ in relations[0].columns}
+    lookup_names = {
+        a: {c.name.lower(): c.name for c in spec.columns} for a, (spec, _, _) in values.items()
+    }
+    stream_names = {name.lower() for name, _ in relations[0].columns}
+    by_alias = {a.lower(): a for a in values}
     for column in list(select.find_all(exp.Column)):
-        alias = column.table
-        if not alias:
-            owners = [a for a, names in lookup_names.items() if column.name in names]
-            if len(owners) != 1 or column.name in stream_names:
+        # This query's own references (not a subquery's), to a table's column (not a field of a
+        # struct column, ``e.person.name``).
+        if column.find_ancestor(exp.Select) is not select or column.args.get("db"):
+            continue
+        if isinstance(column.this, exp.Star):
+            continue
+        name = column.name.lower()
+        alias = by_alias.get(column.table.lower()) if column.table else None
+        if not column.table:
+            owners = [a for a, names in lookup_names.items() if name in names]
+            if len(owners) != 1 or name in stream_names:
                 continue
             alias = owners[0]
-        if alias not in values:
+        if alias is None or name not in lookup_names[alias]:
             continue
         spec, hidden, key = values[alias]
-        value = _value(spec, column.name, stream, hidden, key)
+        value = _value(spec, lookup_names[alias][name], stream, hidden, key)
         # A projection keeps the column's name.
         named = column.parent is select and column.arg_key == "expressions"
         column.replace(exp.alias_(value, column.name, quoted=True) if named else value)
@@ -150,19 +181,19 @@ def _key_of(
         )
 
     def of_lookup(e: exp.Expression) -> bool:
-        return any(c.table == alias for c in e.find_all(exp.Column))
+        return any(c.table.lower() == alias.lower() for c in e.find_all(exp.Column))
 
     left, right = on.this, on.expression
     if of_lookup(left) and not of_lookup(right):
         left, right = right, left
-    if not isinstance(right, exp.Column) or right.table != alias or of_lookup(left):
+    if not isinstance(right, exp.Column) or right.table.lower() != alias.lower() or of_lookup(left):
         raise error(
             ErrorCode.LOOKUP_TABLE,
             f"invalid right-side condition for lookup join: `{on.sql(dialect='postgres')}`; "
             f"only column references are supported",
             span_of(ctx.text, on),
         )
-    if right.name not in spec.primary_key:
+    if right.name.lower() not in {k.lower() for k in spec.primary_key}:
         raise error(
             ErrorCode.LOOKUP_TABLE,
             f"the right-side of a look-up join condition must be a PRIMARY KEY column, but "
