@@ -18,17 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import struct
-import threading
 import time
-from collections.abc import Iterator
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 
 from arroyo.connectors.mqtt.options import MqttOptions
+from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA, Spool, SpooledReader
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -37,106 +33,21 @@ if TYPE_CHECKING:
     from arroyo.connectors.base import ReadContext
     from arroyo.program.spec import TableSpec
 
-_HEADER = struct.Struct("<IqI")  # topic length, time in ms, payload length
-_SEGMENT_BYTES = 64 * 1024 * 1024
-# The most a micro-batch takes of the spool (the rest waits for the next batch).
-_BATCH_BYTES = 64 * 1024 * 1024
 
-
-class Spool:
-    """Messages appended to segment files named by their first byte's position (offsets run on
-    across segments and restarts); segments wholly before a committed position are removed."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        root.mkdir(parents=True, exist_ok=True)
-        self.lock = threading.Lock()
-        starts = self.segments()
-        self.start = starts[0] if starts else 0
-        last = starts[-1] if starts else 0
-        self.end = last + (self._path(last).stat().st_size if starts else 0)
-        self._file: Any = None
-        self._file_start = last
-
-    def segments(self) -> list[int]:
-        return sorted(int(p.stem) for p in self.root.glob("*.log"))
-
-    def _path(self, start: int) -> Path:
-        return self.root / f"{start:020d}.log"
-
-    def append(self, topic: str, at_ms: int, payload: bytes) -> None:
-        name = topic.encode()
-        record = _HEADER.pack(len(name), at_ms, len(payload)) + name + payload
-        with self.lock:
-            if self._file is None or self.end - self._file_start >= _SEGMENT_BYTES:
-                if self._file is not None:
-                    self._file.close()
-                self._file_start = self.end
-                self._file = self._path(self.end).open("ab")
-            self._file.write(record)
-            self._file.flush()
-            self.end += len(record)
-
-    def read(self, start: int, end: int) -> Iterator[tuple[str, int, bytes]]:
-        """The messages in [start, end)."""
-        for first in self.segments():
-            path = self._path(first)
-            size = path.stat().st_size
-            if first + size <= start or first >= end:
-                continue
-            with path.open("rb") as f:
-                pos = first
-                if start > first:
-                    f.seek(start - first)
-                    pos = start
-                while pos < min(end, first + size):
-                    head = f.read(_HEADER.size)
-                    topic_len, at_ms, length = _HEADER.unpack(head)
-                    topic = f.read(topic_len).decode("utf-8", "replace")
-                    payload = f.read(length)
-                    pos += _HEADER.size + topic_len + length
-                    yield topic, at_ms, payload
-
-    def cut(self, committed: int) -> None:
-        """Removes the segments wholly before ``committed``."""
-        with self.lock:
-            starts = self.segments()
-            for i, first in enumerate(starts):
-                following = starts[i + 1] if i + 1 < len(starts) else self.end
-                if following <= committed and first != self._file_start:
-                    self._path(first).unlink(missing_ok=True)
-
-
-class _Reader(SimpleDataSourceStreamReader):
+class _Reader(SpooledReader):
     def __init__(self, options: dict[str, str]) -> None:
-        # Pickled to the process that runs it: the spool and the client are made there.
+        super().__init__(options)
         self.opts = MqttOptions.model_validate(json.loads(options["options"]))
-        self.root = Path(options["spool"])
         self.client_id = options["client_id"]
-        self._spool: Spool | None = None
-        self.client: Any = None
 
-    @property
-    def spool(self) -> Spool:
-        if self._spool is None:
-            self._spool = Spool(self.root)
-        return self._spool
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_spool": None, "client": None}
-
-    def _subscribed(self) -> None:
-        if self.client is not None:
-            return
+    def connect(self, spool: Spool) -> Any:
         from arroyo.connectors.mqtt.client import connect
-
-        spool = self.spool
 
         def on_message(_c: Any, _u: Any, message: Any) -> None:
             spool.append(message.topic, int(time.time() * 1000), bytes(message.payload))
 
         qos = self.opts.qos_level()
-        self.client = connect(
+        return connect(
             self.opts,
             self.client_id,
             clean_session=qos == 0,
@@ -144,35 +55,9 @@ class _Reader(SimpleDataSourceStreamReader):
             subscribe=(self.opts.topic, qos),
         )
 
-    def initialOffset(self) -> dict[str, int]:
-        return {"pos": self.spool.start}
-
-    def read(self, start: dict[str, int]) -> tuple[Iterator[tuple[Any, ...]], dict[str, int]]:
-        self._subscribed()
-        begin = max(start["pos"], self.spool.start)
-        end = min(self.spool.end, begin + _BATCH_BYTES)
-        rows = list(self._rows(begin, end))
-        if rows:
-            end = begin + sum(_HEADER.size + len(t.encode()) + len(p) for t, _, p, _e, _m in rows)
-        return iter(rows), {"pos": end}
-
-    def readBetweenOffsets(
-        self, start: dict[str, int], end: dict[str, int]
-    ) -> Iterator[tuple[Any, ...]]:
-        return self._rows(start["pos"], end["pos"])
-
-    def _rows(self, start: int, end: int) -> Iterator[tuple[Any, ...]]:
-        for topic, at_ms, payload in self.spool.read(start, end):
-            yield topic, datetime.fromtimestamp(at_ms / 1000, UTC), payload, False, topic
-
-    def commit(self, end: dict[str, int]) -> None:
-        self.spool.cut(end["pos"])
-
-    def stop(self) -> None:
-        if self.client is not None:
-            self.client.loop_stop()
-            self.client.disconnect()
-            self.client = None
+    def disconnect(self, client: Any) -> None:
+        client.loop_stop()
+        client.disconnect()
 
 
 class MqttSource(DataSource):
@@ -183,10 +68,7 @@ class MqttSource(DataSource):
         return "arroyo_mqtt"
 
     def schema(self) -> str:
-        return (
-            "`_topic` STRING, `_source_time` TIMESTAMP, `value` BINARY, `_eoi` BOOLEAN, "
-            "`_meta_topic` STRING"
-        )
+        return SPOOLED_SCHEMA
 
     def simpleStreamReader(self, schema: StructType) -> SimpleDataSourceStreamReader:
         return _Reader(dict(self.options))

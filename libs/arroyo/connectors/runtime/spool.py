@@ -1,0 +1,175 @@
+"""A spool: messages of a source that cannot replay (MQTT, NATS), written to files in the
+table's state before the system's delivery is acknowledged, so that Spark's offsets (positions
+in the spool) replay a micro-batch exactly.
+
+A record is flushed to the operating system (not fsynced, as Kafka's own log is not) before
+``append`` returns. Segment files are named by their first byte's position; positions run on
+across segments and restarts, and segments wholly before a committed position are removed.
+A record may carry the system's own sequence number (JetStream's), so that a message delivered
+again after a crash between the spool write and the acknowledgement is recognised
+(``last_sequence``) and not spooled twice.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql.datasource import SimpleDataSourceStreamReader
+
+_HEADER = struct.Struct("<IqqI")  # topic length, time in ms, sequence (-1: none), payload length
+_SEGMENT_BYTES = 64 * 1024 * 1024
+# The most a micro-batch takes of the spool (the rest waits for the next batch).
+BATCH_BYTES = 64 * 1024 * 1024
+
+
+class Spool:
+    """Messages appended to segment files named by their first byte's position (offsets run on
+    across segments and restarts); segments wholly before a committed position are removed."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        self.lock = threading.Lock()
+        starts = self.segments()
+        self.start = starts[0] if starts else 0
+        last = starts[-1] if starts else 0
+        self.end = last + (self._path(last).stat().st_size if starts else 0)
+        self._file: Any = None
+        self._file_start = last
+
+    def segments(self) -> list[int]:
+        return sorted(int(p.stem) for p in self.root.glob("*.log"))
+
+    def _path(self, start: int) -> Path:
+        return self.root / f"{start:020d}.log"
+
+    def append(self, topic: str, at_ms: int, payload: bytes, sequence: int = -1) -> None:
+        name = topic.encode()
+        record = _HEADER.pack(len(name), at_ms, sequence, len(payload)) + name + payload
+        with self.lock:
+            if self._file is None or self.end - self._file_start >= _SEGMENT_BYTES:
+                if self._file is not None:
+                    self._file.close()
+                self._file_start = self.end
+                self._file = self._path(self.end).open("ab")
+            self._file.write(record)
+            self._file.flush()
+            self.end += len(record)
+
+    def read(self, start: int, end: int) -> Iterator[tuple[str, int, bytes]]:
+        """The messages in [start, end)."""
+        for first in self.segments():
+            path = self._path(first)
+            size = path.stat().st_size
+            if first + size <= start or first >= end:
+                continue
+            with path.open("rb") as f:
+                pos = first
+                if start > first:
+                    f.seek(start - first)
+                    pos = start
+                while pos < min(end, first + size):
+                    head = f.read(_HEADER.size)
+                    topic_len, at_ms, _sequence, length = _HEADER.unpack(head)
+                    topic = f.read(topic_len).decode("utf-8", "replace")
+                    payload = f.read(length)
+                    pos += _HEADER.size + topic_len + length
+                    yield topic, at_ms, payload
+
+    def last_sequence(self) -> int:
+        """The highest sequence number spooled (-1: none)."""
+        last = -1
+        for first in self.segments():
+            path = self._path(first)
+            with path.open("rb") as f:
+                while head := f.read(_HEADER.size):
+                    if len(head) < _HEADER.size:
+                        break
+                    topic_len, _at, sequence, length = _HEADER.unpack(head)
+                    f.seek(topic_len + length, 1)
+                    last = max(last, sequence)
+        return last
+
+    @staticmethod
+    def size(topic: str, payload: bytes) -> int:
+        """The bytes a record of ``topic`` and ``payload`` takes."""
+        return _HEADER.size + len(topic.encode()) + len(payload)
+
+    def cut(self, committed: int) -> None:
+        """Removes the segments wholly before ``committed``."""
+        with self.lock:
+            starts = self.segments()
+            for i, first in enumerate(starts):
+                following = starts[i + 1] if i + 1 < len(starts) else self.end
+                if following <= committed and first != self._file_start:
+                    self._path(first).unlink(missing_ok=True)
+
+
+class SpooledReader(SimpleDataSourceStreamReader):
+    """A streaming reader over a spool: ``connect`` starts the system's subscriber, which
+    appends to the spool (on first read, never while planning); batches are spool positions.
+    Rows: ``_topic``, ``_source_time`` (when the message reached the spool), ``value``,
+    ``_eoi``, ``_meta_topic``. Options: ``spool`` (its directory)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        # Pickled to the process that runs it: the spool and the client are made there.
+        self.root = Path(options["spool"])
+        self._spool: Spool | None = None
+        self.client: Any = None
+
+    def connect(self, spool: Spool) -> Any:
+        raise NotImplementedError
+
+    def disconnect(self, client: Any) -> None:
+        raise NotImplementedError
+
+    @property
+    def spool(self) -> Spool:
+        if self._spool is None:
+            self._spool = Spool(self.root)
+        return self._spool
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_spool": None, "client": None}
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"pos": self.spool.start}
+
+    def read(self, start: dict[str, int]) -> tuple[Iterator[tuple[Any, ...]], dict[str, int]]:
+        if self.client is None:
+            self.client = self.connect(self.spool)
+        begin = max(start["pos"], self.spool.start)
+        end = min(self.spool.end, begin + BATCH_BYTES)
+        rows = list(self._rows(begin, end))
+        if rows:
+            end = begin + sum(Spool.size(t, p) for t, _, p, _e, _m in rows)
+        return iter(rows), {"pos": end}
+
+    def readBetweenOffsets(
+        self, start: dict[str, int], end: dict[str, int]
+    ) -> Iterator[tuple[Any, ...]]:
+        return self._rows(start["pos"], end["pos"])
+
+    def _rows(self, start: int, end: int) -> Iterator[tuple[Any, ...]]:
+        for topic, at_ms, payload in self.spool.read(start, end):
+            yield topic, datetime.fromtimestamp(at_ms / 1000, UTC), payload, False, topic
+
+    def commit(self, end: dict[str, int]) -> None:
+        self.spool.cut(end["pos"])
+
+    def stop(self) -> None:
+        if self.client is not None:
+            self.disconnect(self.client)
+            self.client = None
+
+
+# The schema of a spooled source (SpooledReader's rows).
+SPOOLED_SCHEMA = (
+    "`_topic` STRING, `_source_time` TIMESTAMP, `value` BINARY, `_eoi` BOOLEAN, "
+    "`_meta_topic` STRING"
+)
