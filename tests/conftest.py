@@ -21,6 +21,7 @@ if TYPE_CHECKING:
 
     from arroyo.testing.kafka import KafkaBroker
     from arroyo.testing.mosquitto import Mosquitto
+    from arroyo.testing.nats import NatsServer
     from arroyo.testing.redis import RedisServer
     from arroyo.testing.s3 import S3Server
 
@@ -123,6 +124,20 @@ def mosquitto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mosquitto]:
         pytest.fail(str(err), pytrace=False)
     with running_mosquitto(tmp_path_factory.mktemp("mosquitto")) as broker:
         yield broker
+
+
+@pytest.fixture(scope="session")
+def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
+    """One real NATS server (Debian's nats-server, JetStream on, a password required) for the
+    session; see ``arroyo.testing.nats``. Tests use subjects and streams of their own."""
+    from arroyo.testing.nats import NatsUnavailableError, find_nats_server, running_nats
+
+    try:
+        find_nats_server()
+    except NatsUnavailableError as err:
+        pytest.fail(str(err), pytrace=False)
+    with running_nats(tmp_path_factory.mktemp("nats")) as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     from arroyo.testing.kafka import KafkaBroker
     from arroyo.testing.mosquitto import Mosquitto
+    from arroyo.testing.nats import NatsServer
     from arroyo.testing.redis import RedisServer
 
 # Impulse events, in batches of a fixed size (under a batch cap, batch b holds events
@@ -173,6 +174,12 @@ PLANNED: dict[str, Planned] = {
         {
             "source": "url = 'tcp://{trap}', topic = 't', qos = 'AtLeastOnce'",
             "sink": "url = 'tcp://{trap}', topic = 't'",
+        }
+    ),
+    "nats": Planned(
+        {
+            "source": "servers = '{trap}', stream = 's'",
+            "sink": "servers = '{trap}', subject = 's'",
         }
     ),
     "redis": Planned(
@@ -439,6 +446,20 @@ def _mqtt(request: pytest.FixtureRequest, work: Path) -> Sink:
     return Sink(f"{broker.options()}, topic = '{topic}', qos = 'AtLeastOnce'", read)
 
 
+def _nats(request: pytest.FixtureRequest, work: Path) -> Sink:
+    from tests.connectors.test_nats import _Client
+
+    server: NatsServer = request.getfixturevalue("nats_server")
+    subject = f"contract.{uuid.uuid4().hex[:8]}"
+    reader = _Client(server)
+    reader.subscribe(subject)
+    request.addfinalizer(reader.close)
+    return Sink(
+        f"{server.options()}, subject = '{subject}'",
+        lambda: [json.loads(p) for p in list(reader.received)],
+    )
+
+
 # Each sink's cases: (id, marks, case).
 SINKS: dict[str, list[tuple[str, tuple[pytest.MarkDecorator, ...], SinkCase]]] = {
     "single_file": [("single_file", (), _single_file)],
@@ -449,6 +470,7 @@ SINKS: dict[str, list[tuple[str, tuple[pytest.MarkDecorator, ...], SinkCase]]] =
     "stdout": [("stdout", (), _stdout)],
     "redis": [("redis", (), _redis)],
     "mqtt": [("mqtt", (), _mqtt)],
+    "nats": [("nats", (), _nats)],
     "blackhole": [("blackhole", (), _blackhole)],
     "kafka": [
         ("kafka-at_least_once", (pytest.mark.kafka,), _kafka("at_least_once")),

@@ -21,6 +21,7 @@ from arroyo.connectors.iceberg import IcebergConnector
 from arroyo.connectors.impulse import ImpulseConnector
 from arroyo.connectors.kafka import KafkaConnector
 from arroyo.connectors.mqtt import MqttConnector
+from arroyo.connectors.nats import NatsConnector
 from arroyo.connectors.nexmark import NexmarkConnector
 from arroyo.connectors.redis import RedisConnector
 from arroyo.connectors.single_file import SingleFileConnector
@@ -32,6 +33,7 @@ CONNECTORS: tuple[AnyConnector, ...] = (
     NexmarkConnector(),
     KafkaConnector(),
     MqttConnector(),
+    NatsConnector(),
     SingleFileConnector(),
     FilesystemConnector(),
     DeltaConnector(),

@@ -21,10 +21,10 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 
 from arroyo.connectors.mqtt.options import MqttOptions
-from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA, Spool, SpooledReader
+from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA, Spool, SpooledReader, StoppingWrapper
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -70,8 +70,8 @@ class MqttSource(DataSource):
     def schema(self) -> str:
         return SPOOLED_SCHEMA
 
-    def simpleStreamReader(self, schema: StructType) -> SimpleDataSourceStreamReader:
-        return _Reader(dict(self.options))
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return StoppingWrapper(_Reader(dict(self.options)))
 
 
 def read_mqtt(ctx: ReadContext, table: TableSpec, opts: MqttOptions) -> DataFrame:

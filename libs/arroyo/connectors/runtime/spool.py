@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pyspark.sql.datasource import SimpleDataSourceStreamReader
+from pyspark.sql.datasource_internal import _SimpleStreamReaderWrapper
 
 _HEADER = struct.Struct("<IqqI")  # topic length, time in ms, sequence (-1: none), payload length
 _SEGMENT_BYTES = 64 * 1024 * 1024
@@ -135,13 +136,15 @@ class SpooledReader(SimpleDataSourceStreamReader):
         return self._spool
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_spool": None, "client": None}
+        return {**self.__dict__, "_spool": None, "client": None, "_lock": None}
 
     def initialOffset(self) -> dict[str, int]:
         return {"pos": self.spool.start}
 
     def read(self, start: dict[str, int]) -> tuple[Iterator[tuple[Any, ...]], dict[str, int]]:
         if self.client is None:
+            self._lock = _hold(self.root)
+            self._spool = None  # read again, now that no other reader writes to it
             self.client = self.connect(self.spool)
         begin = max(start["pos"], self.spool.start)
         end = min(self.spool.end, begin + BATCH_BYTES)
@@ -166,6 +169,47 @@ class SpooledReader(SimpleDataSourceStreamReader):
         if self.client is not None:
             self.disconnect(self.client)
             self.client = None
+        lock = getattr(self, "_lock", None)
+        if lock is not None:
+            lock.close()  # releases the lock
+            self._lock = None
+
+
+# How long a reader waits for the one before it (of a query that stopped) to let go.
+_LOCK_WAIT_S = 60.0
+
+
+def _hold(root: Path) -> Any:
+    """The spool's lock, held by the one reader that writes to it; raises if another holds it
+    past _LOCK_WAIT_S."""
+    import fcntl
+    import time
+
+    root.mkdir(parents=True, exist_ok=True)
+    handle = (root / ".lock").open("a")
+    deadline = time.monotonic() + _LOCK_WAIT_S
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                handle.close()
+                raise RuntimeError(
+                    f"another reader still writes to the spool {root} after "
+                    f"{_LOCK_WAIT_S:.0f} s (is the pipeline running twice?)"
+                ) from None
+            time.sleep(0.1)
+
+
+class StoppingWrapper(_SimpleStreamReaderWrapper):
+    """PySpark's wrapper of a simple stream reader, which does not pass ``stop`` on: a spooled
+    reader's subscriber must end with its query, not live on in a reused Python worker."""
+
+    def stop(self) -> None:
+        reader = self.simple_reader
+        if isinstance(reader, SpooledReader):
+            reader.stop()
 
 
 # The schema of a spooled source (SpooledReader's rows).

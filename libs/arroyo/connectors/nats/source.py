@@ -1,0 +1,154 @@
+"""The NATS source, spooled (runtime/spool.py) as the MQTT source is:
+
+- a core subject is subscribed to; what is published while nothing is subscribed is lost (at
+  most once);
+- a JetStream stream is read by a durable pull consumer of the pipeline's own
+  (``arroyo-<table>-<hash of its state>``); each message is written to the spool with its
+  stream sequence, then acknowledged. The consumer resumes where the acknowledgements end, and
+  a message delivered again after a crash between the two (its sequence already spooled) is
+  acknowledged and not spooled twice: each message once in the spool, and Spark's offsets,
+  positions in it, replay a micro-batch exactly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader
+
+from arroyo.connectors.nats.options import NatsOptions
+from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA, Spool, SpooledReader, StoppingWrapper
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+    from arroyo.connectors.base import ReadContext
+    from arroyo.program.spec import TableSpec
+
+_FETCH_WAIT_S = 1.0
+
+
+def consumer_config(opts: NatsOptions, durable: str) -> Any:
+    from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, ReplayPolicy
+
+    subjects = [s.strip() for s in (opts.consumer_filter_subjects or "").split(",") if s.strip()]
+    return ConsumerConfig(
+        durable_name=durable,
+        description=opts.consumer_description,
+        deliver_policy=DeliverPolicy.ALL,
+        ack_policy=AckPolicy(opts.consumer_ack_policy.lower()),
+        ack_wait=float(opts.consumer_ack_wait),
+        max_deliver=opts.consumer_max_deliver,
+        filter_subjects=subjects or None,
+        replay_policy=ReplayPolicy(opts.consumer_replay_policy.lower()),
+        rate_limit_bps=opts.consumer_rate_limit if opts.consumer_rate_limit > 0 else None,
+        sample_freq=f"{opts.consumer_sample_frequency}%"
+        if opts.consumer_sample_frequency
+        else None,
+        max_waiting=opts.consumer_max_waiting,
+        max_ack_pending=opts.consumer_max_ack_pending,
+        inactive_threshold=float(opts.consumer_inactive_threshold),
+        num_replicas=opts.consumer_num_replicas,
+    )
+
+
+class _Reader(SpooledReader):
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        self.opts = NatsOptions.model_validate(json.loads(options["options"]))
+        self.durable = options["durable"]
+
+    def connect(self, spool: Spool) -> Any:
+        from arroyo.connectors.nats.client import Loop
+
+        loop = Loop()
+        try:
+            loop.run(self._subscribe(spool, loop))
+        except BaseException:
+            loop.close()
+            raise
+        return loop
+
+    async def _subscribe(self, spool: Spool, loop: Any) -> None:
+        from arroyo.connectors.nats.client import connect
+
+        opts = self.opts
+        loop.client = await connect(opts)
+        if opts.subject:
+
+            async def on_message(message: Any) -> None:
+                spool.append(message.subject, int(time.time() * 1000), message.data)
+
+            await loop.client.subscribe(opts.subject, cb=on_message)
+            return
+        assert opts.stream is not None
+        js = loop.client.jetstream()
+        await js.add_consumer(opts.stream, consumer_config(opts, self.durable))
+        pull = await js.pull_subscribe_bind(durable=self.durable, stream=opts.stream)
+        loop.task = asyncio.ensure_future(self._pull(pull, spool))
+
+    async def _pull(self, pull: Any, spool: Spool) -> None:
+        import nats.errors
+
+        last = spool.last_sequence()
+        while True:
+            try:
+                messages = await pull.fetch(self.opts.consumer_max_batch, timeout=_FETCH_WAIT_S)
+            except nats.errors.TimeoutError:
+                continue
+            for message in messages:
+                sequence = message.metadata.sequence.stream
+                if sequence > last:
+                    spool.append(message.subject, int(time.time() * 1000), message.data, sequence)
+                    last = sequence
+                if self.opts.consumer_ack_policy != "None":
+                    await message.ack()
+
+    def disconnect(self, client: Any) -> None:
+        async def close() -> None:
+            task = getattr(client, "task", None)
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+            await client.client.close()
+
+        with contextlib.suppress(Exception):
+            client.run(close(), timeout=10)
+        client.close()
+
+
+class NatsSource(DataSource):
+    """Options: ``options`` (the table's, as JSON), ``spool`` (its directory), ``durable``."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "arroyo_nats"
+
+    def schema(self) -> str:
+        return SPOOLED_SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return StoppingWrapper(_Reader(dict(self.options)))
+
+
+def read_nats(ctx: ReadContext, table: TableSpec, opts: NatsOptions) -> DataFrame:
+    """The subject's or stream's messages as ``value``, the time each reached the spool as the
+    source time, the subject as the ``subject`` metadata."""
+    state = ctx.state_dir.resolve()
+    ident = hashlib.sha256(str(state).encode()).hexdigest()[:12]
+    ctx.spark.dataSource.register(NatsSource)
+    df = (
+        ctx.spark.readStream.format(NatsSource.name())
+        .option("options", opts.model_dump_json(by_alias=True))
+        .option("spool", str(state / "spool"))
+        .option("durable", f"arroyo-{table.name}-{ident}")
+        .load()
+    )
+    return df.select("value", "_source_time", "_eoi", df["_meta_topic"].alias("_meta_subject"))
