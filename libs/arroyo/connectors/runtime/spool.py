@@ -28,6 +28,25 @@ _SEGMENT_BYTES = 64 * 1024 * 1024
 BATCH_BYTES = 64 * 1024 * 1024
 
 
+def _whole_records(path: Path) -> int:
+    """The length of ``path``'s whole records: a record cut short by a crash mid-write (its
+    message was never acknowledged, so the broker sends it again) is cut off the file."""
+    size = path.stat().st_size
+    whole = 0
+    with path.open("rb") as f:
+        while whole + _HEADER.size <= size:
+            f.seek(whole)
+            topic_len, _at, _sequence, length = _HEADER.unpack(f.read(_HEADER.size))
+            following = whole + _HEADER.size + topic_len + length
+            if following > size:
+                break
+            whole = following
+    if whole < size:
+        with path.open("r+b") as f:
+            f.truncate(whole)
+    return whole
+
+
 class Spool:
     """Messages appended to segment files named by their first byte's position (offsets run on
     across segments and restarts); segments wholly before a committed position are removed."""
@@ -39,7 +58,7 @@ class Spool:
         starts = self.segments()
         self.start = starts[0] if starts else 0
         last = starts[-1] if starts else 0
-        self.end = last + (self._path(last).stat().st_size if starts else 0)
+        self.end = last + (_whole_records(self._path(last)) if starts else 0)
         self._file: Any = None
         self._file_start = last
 

@@ -1,0 +1,58 @@
+"""The spool of sources that cannot replay (runtime/spool.py), as files: positions run on across
+segments and reopenings, a record cut short by a crash is cut off, committed segments go, and
+the sequence numbers spooled are found again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from arroyo.connectors.runtime import spool as spool_module
+from arroyo.connectors.runtime.spool import Spool
+
+
+def test_positions_run_on_across_segments_and_reopening(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(spool_module, "_SEGMENT_BYTES", 100)
+    spool = Spool(tmp_path)
+    for n in range(10):
+        spool.append(f"t/{n}", 1000 + n, b"x" * 30, sequence=n)
+    assert len(spool.segments()) > 2
+    everything = list(spool.read(0, spool.end))
+    assert [t for t, _, _ in everything] == [f"t/{n}" for n in range(10)]
+    middle = Spool.size("t/0", b"x" * 30) * 4
+    assert [t for t, _, _ in spool.read(middle, spool.end)] == [f"t/{n}" for n in range(4, 10)]
+    reopened = Spool(tmp_path)
+    assert (reopened.start, reopened.end, reopened.last_sequence()) == (0, spool.end, 9)
+    reopened.append("t/10", 2000, b"y")
+    assert [t for t, _, _ in reopened.read(spool.end, reopened.end)] == ["t/10"]
+
+
+def test_a_record_cut_short_by_a_crash_is_cut_off(tmp_path: Path) -> None:
+    spool = Spool(tmp_path)
+    spool.append("a", 1, b"first")
+    spool.append("b", 2, b"second")
+    whole = spool.end
+    segment = tmp_path / f"{spool.segments()[-1]:020d}.log"
+    with segment.open("ab") as f:
+        f.write(b"\x05\x00\x00")  # the start of a header, then the crash
+    reopened = Spool(tmp_path)
+    assert reopened.end == whole and segment.stat().st_size == whole
+    reopened.append("c", 3, b"third")
+    assert [p for _, _, p in reopened.read(0, reopened.end)] == [b"first", b"second", b"third"]
+
+
+def test_committed_segments_are_removed_but_not_the_one_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(spool_module, "_SEGMENT_BYTES", 50)
+    spool = Spool(tmp_path)
+    for n in range(6):
+        spool.append("t", n, b"z" * 20)
+    before = spool.segments()
+    spool.cut(spool.end)
+    after = spool.segments()
+    assert len(after) == 1 and after[0] == before[-1]
+    assert Spool(tmp_path).start == after[0]
