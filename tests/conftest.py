@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from arroyo.testing.kafka import KafkaBroker
     from arroyo.testing.mosquitto import Mosquitto
     from arroyo.testing.nats import NatsServer
+    from arroyo.testing.rabbitmq import RabbitmqNode
     from arroyo.testing.redis import RedisServer
     from arroyo.testing.s3 import S3Server
 
@@ -138,6 +139,24 @@ def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer
         pytest.fail(str(err), pytrace=False)
     with running_nats(tmp_path_factory.mktemp("nats")) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def rabbitmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitmqNode]:
+    """One real RabbitMQ node (Debian's rabbitmq-server, the stream plugin on) for the session;
+    see ``arroyo.testing.rabbitmq``. Tests use streams of their own."""
+    from arroyo.testing.rabbitmq import (
+        RabbitmqUnavailableError,
+        find_rabbitmq_server,
+        running_rabbitmq,
+    )
+
+    try:
+        find_rabbitmq_server()
+    except RabbitmqUnavailableError as err:
+        pytest.fail(str(err), pytrace=False)
+    with running_rabbitmq(tmp_path_factory.mktemp("rabbitmq")) as node:
+        yield node
 
 
 @pytest.fixture(scope="session")

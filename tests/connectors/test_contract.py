@@ -182,6 +182,7 @@ PLANNED: dict[str, Planned] = {
             "sink": "servers = '{trap}', subject = 's'",
         }
     ),
+    "rabbitmq": Planned({"source": "host = '127.0.0.1', port = '{port}', stream = 's'"}),
     "redis": Planned(
         {
             "sink": "address = 'redis://{trap}', target = 'list', 'target.key_prefix' = 'k'",
@@ -274,7 +275,8 @@ def test_planning_contacts_nothing(
     for path in (tmp_path / "in.json", tmp_path / "in" / "part.json"):
         path.write_text('{"counter": 1}\n')
     for role, options in case.roles.items():
-        filled = options.format(trap=trap.address, dir=tmp_path)
+        port = trap.address.rsplit(":", 1)[1]
+        filled = options.format(trap=trap.address, dir=tmp_path, port=port)
         columns = case.lookup_columns if role == "lookup" and case.lookup_columns else case.columns
         sql = _plan_sql(conn, role, filled, columns)
         program = spark_planner(spark, state_dir=tmp_path / "planning" / role).plan(sql)

@@ -27,7 +27,7 @@ class _Client:
     """A nats-py client of the server, outside Spark, on a loop of its own."""
 
     def __init__(self, server: NatsServer) -> None:
-        from arroyo.connectors.nats.client import Loop
+        from arroyo.connectors.runtime.loop import Loop
 
         self.loop = Loop()
         self.received: list[bytes] = []
@@ -76,6 +76,21 @@ def _lines(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _released(table_state: Path) -> bool:
+    import fcntl
+
+    lock = table_state / "spool" / ".lock"
+    if not lock.exists():
+        return True
+    with lock.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return True
 
 
 def _reader_sql(server: NatsServer, out: Path, what: str) -> str:
@@ -144,6 +159,9 @@ def test_a_stream_is_read_once_across_a_restart(
     wait_until("the first five", lambda: len(_lines(out)) >= 5, timeout=120)
     runner.stop()
     runner.wait(timeout=60)
+    # As when the pipeline's process ends: its source's reader (in a Python worker of this
+    # test session's Spark) has let go of the spool before the pipeline starts again.
+    wait_until("the reader to let go", lambda: _released(state / "tables" / "src"), timeout=120)
     for n in range(5, 10):
         client.publish_js(f"{name}.b", json.dumps({"n": n}))
     runner = _start(spark, sql, state)

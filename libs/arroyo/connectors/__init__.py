@@ -23,6 +23,7 @@ from arroyo.connectors.kafka import KafkaConnector
 from arroyo.connectors.mqtt import MqttConnector
 from arroyo.connectors.nats import NatsConnector
 from arroyo.connectors.nexmark import NexmarkConnector
+from arroyo.connectors.rabbitmq import RabbitmqConnector
 from arroyo.connectors.redis import RedisConnector
 from arroyo.connectors.single_file import SingleFileConnector
 from arroyo.connectors.stage import StageConnector
@@ -34,6 +35,7 @@ CONNECTORS: tuple[AnyConnector, ...] = (
     KafkaConnector(),
     MqttConnector(),
     NatsConnector(),
+    RabbitmqConnector(),
     SingleFileConnector(),
     FilesystemConnector(),
     DeltaConnector(),

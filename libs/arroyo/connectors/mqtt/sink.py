@@ -60,8 +60,8 @@ class PartitionPublisher:
                         f"message within {PUBLISH_TIMEOUT_S:.0f} s (rc {info.rc})"
                     )
         finally:
-            client.loop_stop()
             client.disconnect()
+            client.loop_stop()
 
 
 def write_mqtt(

@@ -44,9 +44,16 @@ class _Reader(SpooledReader):
         from arroyo.connectors.mqtt.client import connect
 
         def on_message(_c: Any, _u: Any, message: Any) -> None:
-            spool.append(message.topic, int(time.time() * 1000), bytes(message.payload))
+            try:
+                spool.append(message.topic, int(time.time() * 1000), bytes(message.payload))
+            except Exception as err:  # a full disk: the next read fails the query
+                self.fail(err)
+                raise
 
-        qos = self.opts.qos_level()
+        # At QoS 2 paho acknowledges (PUBREC) before the message reaches us, so a crash between
+        # the two would lose it: the source subscribes at 1 at most (duplicates are the
+        # spool's to avoid, and a replay of a batch is exact).
+        qos = min(self.opts.qos_level(), 1)
         return connect(
             self.opts,
             self.client_id,
@@ -56,8 +63,8 @@ class _Reader(SpooledReader):
         )
 
     def disconnect(self, client: Any) -> None:
-        client.loop_stop()
         client.disconnect()
+        client.loop_stop()
 
 
 class MqttSource(DataSource):

@@ -3,35 +3,15 @@ a thread of its own (``Loop``)."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
-from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any
 
 from arroyo.connectors.nats.options import NatsConnection
 
 CONNECT_TIMEOUT_S = 10.0
-T = TypeVar("T")
 
 
 class NatsError(RuntimeError):
     """Servers that cannot be reached or refuse us: names them."""
-
-
-class Loop:
-    """An asyncio event loop running on a daemon thread."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-
-    def run(self, coroutine: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
-
-    def close(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
 
 
 def _auth(conn: NatsConnection) -> dict[str, Any]:
@@ -61,22 +41,29 @@ def _auth(conn: NatsConnection) -> dict[str, Any]:
     return {}
 
 
-async def connect(conn: NatsConnection) -> Any:
-    """A connected client; raises NatsError naming the servers."""
+async def connect(conn: NatsConnection, *, reconnect: bool = False, closed: Any = None) -> Any:
+    """A connected client; raises NatsError naming the servers. ``reconnect``: it reconnects
+    for as long as it lives (a source's); ``closed``: called if it closes for good."""
     import nats
 
     errors: list[str] = []
 
     async def on_error(err: Exception) -> None:
-        errors.append(str(err) or type(err).__name__)
+        if len(errors) < 10:
+            errors.append(str(err) or type(err).__name__)
+
+    async def on_closed() -> None:
+        if closed is not None:
+            closed()
 
     try:
         return await nats.connect(
             conn.server_urls(),
             connect_timeout=CONNECT_TIMEOUT_S,
-            max_reconnect_attempts=1,
-            allow_reconnect=False,
+            max_reconnect_attempts=-1 if reconnect else 1,
+            allow_reconnect=reconnect,
             error_cb=on_error,
+            closed_cb=on_closed,
             **_auth(conn),
         )
     except Exception as err:  # nats-py's NoServersError, auth errors, OSError...

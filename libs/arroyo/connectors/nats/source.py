@@ -53,7 +53,11 @@ def consumer_config(opts: NatsOptions, durable: str) -> Any:
         else None,
         max_waiting=opts.consumer_max_waiting,
         max_ack_pending=opts.consumer_max_ack_pending,
-        inactive_threshold=float(opts.consumer_inactive_threshold),
+        # Set only when asked: the server deletes a durable consumer idle this long, and one
+        # made again would read the stream from its start (or miss what retention dropped).
+        inactive_threshold=float(opts.consumer_inactive_threshold)
+        if "consumer_inactive_threshold" in opts.model_fields_set
+        else None,
         num_replicas=opts.consumer_num_replicas,
     )
 
@@ -65,7 +69,7 @@ class _Reader(SpooledReader):
         self.durable = options["durable"]
 
     def connect(self, spool: Spool) -> Any:
-        from arroyo.connectors.nats.client import Loop
+        from arroyo.connectors.runtime.loop import Loop
 
         loop = Loop()
         try:
@@ -76,38 +80,69 @@ class _Reader(SpooledReader):
         return loop
 
     async def _subscribe(self, spool: Spool, loop: Any) -> None:
-        from arroyo.connectors.nats.client import connect
+        from arroyo.connectors.nats.client import NatsError, connect
 
         opts = self.opts
-        loop.client = await connect(opts)
-        if opts.subject:
+        where = f"NATS at {opts.servers}"
+        # Once without reconnecting, so that a refused login fails now rather than retrying.
+        await (await connect(opts)).close()
+        loop.client = await connect(
+            opts,
+            reconnect=True,
+            closed=lambda: self.fail(NatsError(f"the connection to {where} closed")),
+        )
+        try:
+            if opts.subject:
 
-            async def on_message(message: Any) -> None:
-                spool.append(message.subject, int(time.time() * 1000), message.data)
+                async def on_message(message: Any) -> None:
+                    try:
+                        spool.append(message.subject, int(time.time() * 1000), message.data)
+                    except Exception as err:  # a full disk: the next read fails the query
+                        self.fail(err)
 
-            await loop.client.subscribe(opts.subject, cb=on_message)
-            return
-        assert opts.stream is not None
-        js = loop.client.jetstream()
-        await js.add_consumer(opts.stream, consumer_config(opts, self.durable))
-        pull = await js.pull_subscribe_bind(durable=self.durable, stream=opts.stream)
-        loop.task = asyncio.ensure_future(self._pull(pull, spool))
+                await loop.client.subscribe(opts.subject, cb=on_message)
+                return
+            assert opts.stream is not None
+            js = loop.client.jetstream()
+            last = spool.last_sequence()
+            info = await js.stream_info(opts.stream)
+            if info.state.last_seq < last:
+                raise NatsError(
+                    f"stream '{opts.stream}' ends at sequence {info.state.last_seq}, before the "
+                    f"{last} this pipeline read: it was purged or made again"
+                )
+            await js.add_consumer(opts.stream, consumer_config(opts, self.durable))
+            pull = await js.pull_subscribe_bind(durable=self.durable, stream=opts.stream)
+        except NatsError:
+            await loop.client.close()
+            raise
+        except Exception as err:  # nats-py's APIError (no such stream, JetStream off...)
+            await loop.client.close()
+            raise NatsError(f"cannot read stream '{opts.stream}' of {where}: {err}") from err
+        loop.task = asyncio.ensure_future(self._pull(pull, spool, last))
+        loop.task.add_done_callback(self._ended)
 
-    async def _pull(self, pull: Any, spool: Spool) -> None:
-        import nats.errors
+    def _ended(self, task: Any) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            self.fail(task.exception())
 
-        last = spool.last_sequence()
+    async def _pull(self, pull: Any, spool: Spool, last: int) -> None:
         while True:
             try:
                 messages = await pull.fetch(self.opts.consumer_max_batch, timeout=_FETCH_WAIT_S)
-            except nats.errors.TimeoutError:
+            except TimeoutError:  # nats-py's and asyncio's: nothing new
                 continue
+            fresh = False
             for message in messages:
                 sequence = message.metadata.sequence.stream
                 if sequence > last:
                     spool.append(message.subject, int(time.time() * 1000), message.data, sequence)
                     last = sequence
-                if self.opts.consumer_ack_policy != "None":
+                    fresh = True
+            if fresh:
+                spool.sync()  # durable before the server is told
+            if self.opts.consumer_ack_policy != "None":
+                for message in messages:
                     await message.ack()
 
     def disconnect(self, client: Any) -> None:

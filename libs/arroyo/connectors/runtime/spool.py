@@ -12,6 +12,7 @@ again after a crash between the spool write and the acknowledgement is recognise
 
 from __future__ import annotations
 
+import os
 import struct
 import threading
 from collections.abc import Iterator
@@ -28,9 +29,10 @@ _SEGMENT_BYTES = 64 * 1024 * 1024
 BATCH_BYTES = 64 * 1024 * 1024
 
 
-def _whole_records(path: Path) -> int:
-    """The length of ``path``'s whole records: a record cut short by a crash mid-write (its
-    message was never acknowledged, so the broker sends it again) is cut off the file."""
+def _whole_records(path: Path, repair: bool) -> int:
+    """The length of ``path``'s whole records. A record cut short by a crash mid-write (its
+    message was never acknowledged, so the broker sends it again) is cut off the file when
+    ``repair`` (by the one writer, holding the spool's lock: another process may be writing)."""
     size = path.stat().st_size
     whole = 0
     with path.open("rb") as f:
@@ -41,7 +43,7 @@ def _whole_records(path: Path) -> int:
             if following > size:
                 break
             whole = following
-    if whole < size:
+    if whole < size and repair:
         with path.open("r+b") as f:
             f.truncate(whole)
     return whole
@@ -51,14 +53,22 @@ class Spool:
     """Messages appended to segment files named by their first byte's position (offsets run on
     across segments and restarts); segments wholly before a committed position are removed."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, writer: bool = True) -> None:
+        """``writer``: this one appends (holding the spool's lock), and cuts off a record left
+        half written; a reader's spool only reads up to it."""
         self.root = root
-        root.mkdir(parents=True, exist_ok=True)
+        if writer:
+            root.mkdir(parents=True, exist_ok=True)
+        elif not root.is_dir():
+            raise RuntimeError(
+                f"the spool {root} is not here: a spooled source's batches are read where its "
+                "pipeline's driver runs (local mode or a single machine)"
+            )
         self.lock = threading.Lock()
         starts = self.segments()
         self.start = starts[0] if starts else 0
         last = starts[-1] if starts else 0
-        self.end = last + (_whole_records(self._path(last)) if starts else 0)
+        self.end = last + (_whole_records(self._path(last), writer) if starts else 0)
         self._file: Any = None
         self._file_start = last
 
@@ -115,6 +125,12 @@ class Spool:
                     last = max(last, sequence)
         return last
 
+    def sync(self) -> None:
+        """Makes what was appended durable (fsync), before a system is told it was received."""
+        with self.lock:
+            if self._file is not None:
+                os.fsync(self._file.fileno())
+
     @staticmethod
     def size(topic: str, payload: bytes) -> int:
         """The bytes a record of ``topic`` and ``payload`` takes."""
@@ -141,6 +157,8 @@ class SpooledReader(SimpleDataSourceStreamReader):
         self.root = Path(options["spool"])
         self._spool: Spool | None = None
         self.client: Any = None
+        self._lock: Any = None
+        self._failure: BaseException | None = None
 
     def connect(self, spool: Spool) -> Any:
         raise NotImplementedError
@@ -151,20 +169,34 @@ class SpooledReader(SimpleDataSourceStreamReader):
     @property
     def spool(self) -> Spool:
         if self._spool is None:
-            self._spool = Spool(self.root)
+            self._spool = Spool(self.root, writer=self._lock is not None)
         return self._spool
 
+    def fail(self, err: BaseException) -> None:
+        """Records that the subscriber stopped for good: the next read raises it."""
+        if self._failure is None:
+            self._failure = err
+
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_spool": None, "client": None, "_lock": None}
+        return {**self.__dict__, "_spool": None, "client": None, "_lock": None, "_failure": None}
 
     def initialOffset(self) -> dict[str, int]:
-        return {"pos": self.spool.start}
+        return {"pos": self.spool.start if self.root.is_dir() else 0}
 
     def read(self, start: dict[str, int]) -> tuple[Iterator[tuple[Any, ...]], dict[str, int]]:
         if self.client is None:
             self._lock = _hold(self.root)
             self._spool = None  # read again, now that no other reader writes to it
+            self._failure = None
             self.client = self.connect(self.spool)
+        failure = self._failure
+        if failure is not None:
+            raise RuntimeError(f"the source's subscriber stopped: {failure}") from failure
+        if start["pos"] > self.spool.end:
+            raise RuntimeError(
+                f"the checkpoint is at position {start['pos']} of the spool {self.root}, which "
+                f"ends at {self.spool.end}: the spool lost what the checkpoint counts"
+            )
         begin = max(start["pos"], self.spool.start)
         end = min(self.spool.end, begin + BATCH_BYTES)
         rows = list(self._rows(begin, end))
@@ -188,9 +220,8 @@ class SpooledReader(SimpleDataSourceStreamReader):
         if self.client is not None:
             self.disconnect(self.client)
             self.client = None
-        lock = getattr(self, "_lock", None)
-        if lock is not None:
-            lock.close()  # releases the lock
+        if self._lock is not None:
+            self._lock.close()  # releases the lock
             self._lock = None
 
 
@@ -226,9 +257,9 @@ class StoppingWrapper(_SimpleStreamReaderWrapper):
     reader's subscriber must end with its query, not live on in a reused Python worker."""
 
     def stop(self) -> None:
-        reader = self.simple_reader
-        if isinstance(reader, SpooledReader):
-            reader.stop()
+        stop = getattr(self.simple_reader, "stop", None)
+        if callable(stop):
+            stop()
 
 
 # The schema of a spooled source (SpooledReader's rows).

@@ -1,0 +1,123 @@
+"""The ``rabbitmq`` source against a real node (Debian's rabbitmq-server with the stream
+plugin), written to by an independent rstream producer: a stream read from its first message,
+a restart resuming after the last committed batch with each message once, ``source.offset =
+'next'`` skipping what came before, and a stream that does not exist named in the error."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+
+from arroyo.engine.catalog import spark_planner
+from arroyo.engine.runner import PipelineRunner
+from arroyo.errors import JobFailedError, PlanningError
+from arroyo.testing.rabbitmq import RabbitmqNode
+from tests.waiting import wait_until
+
+pytestmark = pytest.mark.spark
+
+
+def _publish(node: RabbitmqNode, stream: str, values: list[int], create: bool = False) -> None:
+    from rstream import Producer
+
+    async def send() -> None:
+        async with Producer(
+            node.host, node.stream_port, username=node.username, password=node.password
+        ) as producer:
+            if create:
+                await producer.create_stream(stream, exists_ok=True)
+            for n in values:
+                await producer.send_wait(stream, json.dumps({"n": n}).encode())
+
+    asyncio.run(send())
+
+
+def _start(spark: SparkSession, sql: str, state: Path) -> PipelineRunner:
+    runner = PipelineRunner(spark, spark_planner(spark, state_dir=state).plan(sql), state)
+    runner.start()
+    return runner
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _sql(node: RabbitmqNode, stream: str, out: Path, offset: str) -> str:
+    return (
+        f"CREATE TABLE src (n BIGINT, o BIGINT METADATA FROM 'offset') WITH ("
+        f"connector = 'rabbitmq', {node.options()}, stream = '{stream}', "
+        f"'source.offset' = '{offset}', format = 'json');\n"
+        f"CREATE TABLE out WITH (connector = 'single_file', path = '{out}', type = 'sink', "
+        "format = 'json');\nINSERT INTO out SELECT n, o FROM src;"
+    )
+
+
+def test_a_stream_is_read_from_its_first_message_and_resumed_once(
+    spark: SparkSession, rabbitmq: RabbitmqNode, tmp_path: Path
+) -> None:
+    stream = f"s-{uuid.uuid4().hex[:8]}"
+    _publish(rabbitmq, stream, list(range(5)), create=True)
+    out = tmp_path / "out.json"
+    sql = _sql(rabbitmq, stream, out, "first")
+    state = tmp_path / "state"
+    runner = _start(spark, sql, state)
+    wait_until("the first five", lambda: len(_lines(out)) >= 5, timeout=120)
+    runner.stop()
+    runner.wait(timeout=60)
+    _publish(rabbitmq, stream, list(range(5, 10)))
+    runner = _start(spark, sql, state)
+    try:
+        wait_until("all ten", lambda: len(_lines(out)) >= 10, timeout=120)
+    finally:
+        runner.stop()
+        runner.wait(timeout=60)
+    rows = _lines(out)
+    assert sorted(r["n"] for r in rows) == list(range(10))
+    assert sorted(r["o"] for r in rows) == list(range(10))  # the stream's own offsets
+
+
+def test_next_reads_only_what_is_published_after_the_start(
+    spark: SparkSession, rabbitmq: RabbitmqNode, tmp_path: Path
+) -> None:
+    stream = f"s-{uuid.uuid4().hex[:8]}"
+    _publish(rabbitmq, stream, [-1, -2], create=True)
+    out = tmp_path / "out.json"
+    runner = _start(spark, _sql(rabbitmq, stream, out, "next"), tmp_path / "state")
+    try:
+        wait_until(
+            "the messages published after the start",
+            lambda: _publish(rabbitmq, stream, [7]) or any(r["n"] == 7 for r in _lines(out)),
+            timeout=120,
+        )
+    finally:
+        runner.stop()
+        runner.wait(timeout=60)
+    assert all(r["n"] == 7 for r in _lines(out))
+
+
+def test_a_missing_stream_fails_the_job_naming_it(
+    spark: SparkSession, rabbitmq: RabbitmqNode, tmp_path: Path
+) -> None:
+    runner = _start(spark, _sql(rabbitmq, "nope", tmp_path / "o.json", "first"), tmp_path / "s")
+    with pytest.raises(JobFailedError, match=r"cannot read stream 'nope' at 127\.0\.0\.1"):
+        runner.wait(timeout=120)
+
+
+def test_an_offset_that_is_not_one_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    sql = (
+        "CREATE TABLE src (n BIGINT) WITH (connector = 'rabbitmq', stream = 's', "
+        "'source.offset' = 'earliest', format = 'json');\n"
+        "CREATE TABLE out WITH (connector = 'blackhole');\nINSERT INTO out SELECT n FROM src;"
+    )
+    with pytest.raises(PlanningError) as caught:
+        spark_planner(spark, state_dir=tmp_path).plan(sql)
+    text = "\n".join(d.message for d in caught.value.diagnostics)
+    assert "invalid value for source.offset 'earliest'" in text, text
