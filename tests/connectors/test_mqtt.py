@@ -20,6 +20,7 @@ from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError, PlanningError
 from arroyo.testing.mosquitto import Mosquitto
+from tests.connectors.test_nats import _released
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
@@ -128,6 +129,9 @@ def test_a_source_reads_a_wildcard_and_gets_what_was_sent_while_it_was_down(
         )
         runner.stop()
         runner.wait(timeout=60)
+        # As when the pipeline's process ends: its source's reader (in a Python worker of this
+        # test session's Spark) has let go of the spool before the pipeline starts again.
+        wait_until("the reader to let go", lambda: _released(state / "tables" / "src"), timeout=120)
         for n in range(5, 10):
             writer.publish(f"{base}/b", json.dumps({"n": n}))
         runner = _start(spark, sql, state)
