@@ -9,12 +9,16 @@ from __future__ import annotations
 import inspect
 import re
 import uuid
-from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
 from tests import aio
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -95,68 +99,52 @@ def kafka_topic(kafka_broker: KafkaBroker, request: pytest.FixtureRequest) -> st
     return name
 
 
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    """One real Redis server (Debian's redis-server, a password required) for the session; see
-    ``arroyo.testing.redis``. Tests that share it work under keys of their own, or flush it."""
-    from arroyo.testing.redis import RedisUnavailableError, find_redis_server, running_redis
+def _served(running: Callable[[Path], AbstractContextManager[T]], root: Path) -> Iterator[T]:
+    """A server of ``arroyo.testing`` for the session, stopped at its end; one not installed
+    here, or that would not start, fails the tests that need it (never skips them)."""
+    from arroyo.testing.processes import ServerUnavailableError
 
     try:
-        find_redis_server()
-    except RedisUnavailableError as err:
+        with running(root) as server:
+            yield server
+    except ServerUnavailableError as err:
         pytest.fail(str(err), pytrace=False)
-    with running_redis(tmp_path_factory.mktemp("redis")) as server:
-        yield server
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One real Redis server (Debian's redis-server, a password required); see
+    ``arroyo.testing.redis``. Tests that share it work under keys of their own, or flush it."""
+    from arroyo.testing.redis import running_redis
+
+    yield from _served(running_redis, tmp_path_factory.mktemp("redis"))
 
 
 @pytest.fixture(scope="session")
 def mosquitto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mosquitto]:
     """One real MQTT broker (Debian's mosquitto: plain, TLS and WebSocket listeners, a password
-    required) for the session; see ``arroyo.testing.mosquitto``. Tests use topics of their own."""
-    from arroyo.testing.mosquitto import (
-        MosquittoUnavailableError,
-        find_mosquitto,
-        running_mosquitto,
-    )
+    required); see ``arroyo.testing.mosquitto``. Tests use topics of their own."""
+    from arroyo.testing.mosquitto import running_mosquitto
 
-    try:
-        find_mosquitto()
-    except MosquittoUnavailableError as err:
-        pytest.fail(str(err), pytrace=False)
-    with running_mosquitto(tmp_path_factory.mktemp("mosquitto")) as broker:
-        yield broker
+    yield from _served(running_mosquitto, tmp_path_factory.mktemp("mosquitto"))
 
 
 @pytest.fixture(scope="session")
 def nats_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
-    """One real NATS server (Debian's nats-server, JetStream on, a password required) for the
-    session; see ``arroyo.testing.nats``. Tests use subjects and streams of their own."""
-    from arroyo.testing.nats import NatsUnavailableError, find_nats_server, running_nats
+    """One real NATS server (Debian's nats-server, JetStream on, a password required); see
+    ``arroyo.testing.nats``. Tests use subjects and streams of their own."""
+    from arroyo.testing.nats import running_nats
 
-    try:
-        find_nats_server()
-    except NatsUnavailableError as err:
-        pytest.fail(str(err), pytrace=False)
-    with running_nats(tmp_path_factory.mktemp("nats")) as server:
-        yield server
+    yield from _served(running_nats, tmp_path_factory.mktemp("nats"))
 
 
 @pytest.fixture(scope="session")
 def rabbitmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitmqNode]:
-    """One real RabbitMQ node (Debian's rabbitmq-server, the stream plugin on) for the session;
-    see ``arroyo.testing.rabbitmq``. Tests use streams of their own."""
-    from arroyo.testing.rabbitmq import (
-        RabbitmqUnavailableError,
-        find_rabbitmq_server,
-        running_rabbitmq,
-    )
+    """One real RabbitMQ node (Debian's rabbitmq-server, the stream plugin on); see
+    ``arroyo.testing.rabbitmq``. Tests use streams of their own."""
+    from arroyo.testing.rabbitmq import running_rabbitmq
 
-    try:
-        find_rabbitmq_server()
-    except RabbitmqUnavailableError as err:
-        pytest.fail(str(err), pytrace=False)
-    with running_rabbitmq(tmp_path_factory.mktemp("rabbitmq")) as node:
-        yield node
+    yield from _served(running_rabbitmq, tmp_path_factory.mktemp("rabbitmq"))
 
 
 @pytest.fixture(scope="session")

@@ -17,10 +17,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from arroyo.engine.catalog import spark_planner
-from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError, PlanningError
 from arroyo.testing.mosquitto import Mosquitto
-from tests.connectors.test_nats import _released
+from tests.connectors.pipelines import json_lines, start, stop
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
@@ -64,18 +63,6 @@ class _Client:
         self.client.disconnect()
 
 
-def _start(spark: SparkSession, sql: str, state: Path) -> PipelineRunner:
-    runner = PipelineRunner(spark, spark_planner(spark, state_dir=state).plan(sql), state)
-    runner.start()
-    return runner
-
-
-def _lines(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 @pytest.mark.parametrize("scheme", ["ssl", "ws"])
 def test_a_sink_publishes_every_row(
     spark: SparkSession, mosquitto: Mosquitto, tmp_path: Path, scheme: str
@@ -90,7 +77,7 @@ def test_a_sink_publishes_every_row(
             f"{mosquitto.options(scheme)}, topic = '{topic}', qos = 'AtLeastOnce');\n"
             "INSERT INTO out SELECT counter FROM src;"
         )
-        assert _start(spark, sql, tmp_path / "state").wait(timeout=300)
+        assert start(spark, sql, tmp_path / "state").wait(timeout=300)
         wait_until("every row", lambda: len(reader.received) >= 10, timeout=30)
         got = sorted(json.loads(p)["counter"] for _, p in reader.received)
         assert got == list(range(10))
@@ -115,36 +102,31 @@ def test_a_source_reads_a_wildcard_and_gets_what_was_sent_while_it_was_down(
     state = tmp_path / "state"
     writer = _Client(mosquitto)
     try:
-        runner = _start(spark, sql, state)
+        runner = start(spark, sql, state)
         # The subscription is made when the source first reads: publish until it is there.
         wait_until(
             "the source's subscription",
-            lambda: writer.publish(f"{base}/probe", json.dumps({"n": -1})) or bool(_lines(out)),
+            lambda: writer.publish(f"{base}/probe", json.dumps({"n": -1})) or bool(json_lines(out)),
             timeout=120,
         )
         for n in range(5):
             writer.publish(f"{base}/a/{n % 2}", json.dumps({"n": n}))
         wait_until(
-            "the first five", lambda: {r["n"] for r in _lines(out)} >= set(range(5)), timeout=60
+            "the first five", lambda: {r["n"] for r in json_lines(out)} >= set(range(5)), timeout=60
         )
-        runner.stop()
-        runner.wait(timeout=60)
-        # As when the pipeline's process ends: its source's reader (in a Python worker of this
-        # test session's Spark) has let go of the spool before the pipeline starts again.
-        wait_until("the reader to let go", lambda: _released(state / "tables" / "src"), timeout=120)
+        stop(runner, spooled=state / "tables" / "src")
         for n in range(5, 10):
             writer.publish(f"{base}/b", json.dumps({"n": n}))
-        runner = _start(spark, sql, state)
+        runner = start(spark, sql, state)
         wait_until(
             "the five sent while it was down",
-            lambda: {r["n"] for r in _lines(out)} >= set(range(10)),
+            lambda: {r["n"] for r in json_lines(out)} >= set(range(10)),
             timeout=120,
         )
-        runner.stop()
-        runner.wait(timeout=60)
+        stop(runner)
     finally:
         writer.close()
-    rows = [r for r in _lines(out) if r["n"] >= 0]
+    rows = [r for r in json_lines(out) if r["n"] >= 0]
     assert sorted(r["n"] for r in rows) == list(range(10))
     topics = {r["n"]: r["topic"] for r in rows}
     assert topics[0] == f"{base}/a/0" and topics[3] == f"{base}/a/1" and topics[7] == f"{base}/b"
@@ -159,7 +141,7 @@ def test_a_refused_login_fails_the_job_naming_the_broker(
         "username = 'arroyo', password = 'wrong', topic = 't', format = 'json');\n"
         f"CREATE TABLE out WITH (connector = 'blackhole');\nINSERT INTO out SELECT n FROM src;"
     )
-    runner = _start(spark, sql, tmp_path / "state")
+    runner = start(spark, sql, tmp_path / "state")
     with pytest.raises(JobFailedError, match=rf"MQTT broker at {url} refused the connection"):
         runner.wait(timeout=120)
 

@@ -15,9 +15,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from arroyo.engine.catalog import spark_planner
-from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError, PlanningError
 from arroyo.testing.nats import NatsServer
+from tests.connectors.pipelines import json_lines, start, stop
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
@@ -66,33 +66,6 @@ def client(nats_server: NatsServer) -> Iterator[_Client]:
     c.close()
 
 
-def _start(spark: SparkSession, sql: str, state: Path) -> PipelineRunner:
-    runner = PipelineRunner(spark, spark_planner(spark, state_dir=state).plan(sql), state)
-    runner.start()
-    return runner
-
-
-def _lines(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
-def _released(table_state: Path) -> bool:
-    import fcntl
-
-    lock = table_state / "spool" / ".lock"
-    if not lock.exists():
-        return True
-    with lock.open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return True
-
-
 def _reader_sql(server: NatsServer, out: Path, what: str) -> str:
     return (
         f"CREATE TABLE src (n BIGINT, subject TEXT METADATA FROM 'subject') WITH ("
@@ -114,7 +87,7 @@ def test_a_sink_publishes_every_row_to_its_subject(
         f"{nats_server.options()}, subject = '{subject}');\n"
         "INSERT INTO out SELECT counter FROM src;"
     )
-    assert _start(spark, sql, tmp_path / "state").wait(timeout=300)
+    assert start(spark, sql, tmp_path / "state").wait(timeout=300)
     wait_until("every row", lambda: len(client.received) >= 10, timeout=30)
     assert sorted(json.loads(p)["counter"] for p in client.received) == list(range(10))
 
@@ -124,22 +97,21 @@ def test_a_core_subject_is_read_with_wildcards(
 ) -> None:
     base = f"in.{uuid.uuid4().hex[:8]}"
     out = tmp_path / "out.json"
-    runner = _start(spark, _reader_sql(nats_server, out, f"subject = '{base}.>'"), tmp_path / "s")
+    runner = start(spark, _reader_sql(nats_server, out, f"subject = '{base}.>'"), tmp_path / "s")
     try:
         wait_until(
             "the source's subscription",
-            lambda: client.publish(f"{base}.probe", json.dumps({"n": -1})) or bool(_lines(out)),
+            lambda: client.publish(f"{base}.probe", json.dumps({"n": -1})) or bool(json_lines(out)),
             timeout=120,
         )
         for n in range(5):
             client.publish(f"{base}.x.{n}", json.dumps({"n": n}))
         wait_until(
-            "five messages", lambda: {r["n"] for r in _lines(out)} >= set(range(5)), timeout=60
+            "five messages", lambda: {r["n"] for r in json_lines(out)} >= set(range(5)), timeout=60
         )
     finally:
-        runner.stop()
-        runner.wait(timeout=60)
-    subjects = {r["n"]: r["subject"] for r in _lines(out)}
+        stop(runner)
+    subjects = {r["n"]: r["subject"] for r in json_lines(out)}
     assert subjects[3] == f"{base}.x.3"
 
 
@@ -155,23 +127,18 @@ def test_a_stream_is_read_once_across_a_restart(
     out = tmp_path / "out.json"
     sql = _reader_sql(nats_server, out, f"stream = '{name}'")
     state = tmp_path / "state"
-    runner = _start(spark, sql, state)
-    wait_until("the first five", lambda: len(_lines(out)) >= 5, timeout=120)
-    runner.stop()
-    runner.wait(timeout=60)
-    # As when the pipeline's process ends: its source's reader (in a Python worker of this
-    # test session's Spark) has let go of the spool before the pipeline starts again.
-    wait_until("the reader to let go", lambda: _released(state / "tables" / "src"), timeout=120)
+    runner = start(spark, sql, state)
+    wait_until("the first five", lambda: len(json_lines(out)) >= 5, timeout=120)
+    stop(runner, spooled=state / "tables" / "src")
     for n in range(5, 10):
         client.publish_js(f"{name}.b", json.dumps({"n": n}))
-    runner = _start(spark, sql, state)
+    runner = start(spark, sql, state)
     try:
-        wait_until("all ten", lambda: len(_lines(out)) >= 10, timeout=120)
+        wait_until("all ten", lambda: len(json_lines(out)) >= 10, timeout=120)
     finally:
-        runner.stop()
-        runner.wait(timeout=60)
-    assert sorted(r["n"] for r in _lines(out)) == list(range(10))
-    assert {r["subject"] for r in _lines(out)} == {f"{name}.a", f"{name}.b"}
+        stop(runner)
+    assert sorted(r["n"] for r in json_lines(out)) == list(range(10))
+    assert {r["subject"] for r in json_lines(out)} == {f"{name}.a", f"{name}.b"}
 
 
 def test_a_refused_login_fails_the_job_naming_the_servers(
@@ -184,7 +151,7 @@ def test_a_refused_login_fails_the_job_naming_the_servers(
         "'auth.password' = 'wrong', subject = 's', format = 'json');\n"
         "CREATE TABLE out WITH (connector = 'blackhole');\nINSERT INTO out SELECT n FROM src;"
     )
-    runner = _start(spark, sql, tmp_path / "state")
+    runner = start(spark, sql, tmp_path / "state")
     with pytest.raises(JobFailedError, match=rf"cannot connect to NATS at {where}"):
         runner.wait(timeout=120)
 

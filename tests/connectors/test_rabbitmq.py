@@ -9,15 +9,14 @@ import asyncio
 import json
 import uuid
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
 from arroyo.engine.catalog import spark_planner
-from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError, PlanningError
 from arroyo.testing.rabbitmq import RabbitmqNode
+from tests.connectors.pipelines import json_lines, start, stop
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
@@ -38,18 +37,6 @@ def _publish(node: RabbitmqNode, stream: str, values: list[int], create: bool = 
     asyncio.run(send())
 
 
-def _start(spark: SparkSession, sql: str, state: Path) -> PipelineRunner:
-    runner = PipelineRunner(spark, spark_planner(spark, state_dir=state).plan(sql), state)
-    runner.start()
-    return runner
-
-
-def _lines(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 def _sql(node: RabbitmqNode, stream: str, out: Path, offset: str) -> str:
     return (
         f"CREATE TABLE src (n BIGINT, o BIGINT METADATA FROM 'offset') WITH ("
@@ -68,45 +55,42 @@ def test_a_stream_is_read_from_its_first_message_and_resumed_once(
     out = tmp_path / "out.json"
     sql = _sql(rabbitmq, stream, out, "first")
     state = tmp_path / "state"
-    runner = _start(spark, sql, state)
-    wait_until("the first five", lambda: len(_lines(out)) >= 5, timeout=120)
-    runner.stop()
-    runner.wait(timeout=60)
+    runner = start(spark, sql, state)
+    wait_until("the first five", lambda: len(json_lines(out)) >= 5, timeout=120)
+    stop(runner)
     _publish(rabbitmq, stream, list(range(5, 10)))
-    runner = _start(spark, sql, state)
+    runner = start(spark, sql, state)
     try:
-        wait_until("all ten", lambda: len(_lines(out)) >= 10, timeout=120)
+        wait_until("all ten", lambda: len(json_lines(out)) >= 10, timeout=120)
     finally:
-        runner.stop()
-        runner.wait(timeout=60)
-    rows = _lines(out)
+        stop(runner)
+    rows = json_lines(out)
     assert sorted(r["n"] for r in rows) == list(range(10))
     assert sorted(r["o"] for r in rows) == list(range(10))  # the stream's own offsets
 
 
-def test_next_reads_only_what_is_published_after_the_start(
+def test_next_reads_only_what_is_published_after_thestart(
     spark: SparkSession, rabbitmq: RabbitmqNode, tmp_path: Path
 ) -> None:
     stream = f"s-{uuid.uuid4().hex[:8]}"
     _publish(rabbitmq, stream, [-1, -2], create=True)
     out = tmp_path / "out.json"
-    runner = _start(spark, _sql(rabbitmq, stream, out, "next"), tmp_path / "state")
+    runner = start(spark, _sql(rabbitmq, stream, out, "next"), tmp_path / "state")
     try:
         wait_until(
             "the messages published after the start",
-            lambda: _publish(rabbitmq, stream, [7]) or any(r["n"] == 7 for r in _lines(out)),
+            lambda: _publish(rabbitmq, stream, [7]) or any(r["n"] == 7 for r in json_lines(out)),
             timeout=120,
         )
     finally:
-        runner.stop()
-        runner.wait(timeout=60)
-    assert all(r["n"] == 7 for r in _lines(out))
+        stop(runner)
+    assert all(r["n"] == 7 for r in json_lines(out))
 
 
 def test_a_missing_stream_fails_the_job_naming_it(
     spark: SparkSession, rabbitmq: RabbitmqNode, tmp_path: Path
 ) -> None:
-    runner = _start(spark, _sql(rabbitmq, "nope", tmp_path / "o.json", "first"), tmp_path / "s")
+    runner = start(spark, _sql(rabbitmq, "nope", tmp_path / "o.json", "first"), tmp_path / "s")
     with pytest.raises(JobFailedError, match=r"cannot read stream 'nope' at 127\.0\.0\.1"):
         runner.wait(timeout=120)
 

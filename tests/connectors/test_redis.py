@@ -14,9 +14,9 @@ import pytest
 from pyspark.sql import SparkSession
 
 from arroyo.engine.catalog import spark_planner
-from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError, PlanningError
 from arroyo.testing.redis import RedisServer
+from tests.connectors.pipelines import json_lines, start
 
 pytestmark = pytest.mark.spark
 
@@ -41,9 +41,7 @@ def client(server: RedisServer) -> Iterator[Any]:
 
 
 def _run(spark: SparkSession, sql: str, state: Path) -> None:
-    runner = PipelineRunner(spark, spark_planner(spark, state_dir=state).plan(sql), state)
-    runner.start()
-    assert runner.wait(timeout=300)
+    assert start(spark, sql, state).wait(timeout=300)
 
 
 def _sink(server: RedisServer, options: str, columns: str = "k TEXT NOT NULL, n BIGINT") -> str:
@@ -190,10 +188,6 @@ def _lookup_sql(server: RedisServer, out: Path, join: str, extra: str = "", coun
     )
 
 
-def _rows(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-
-
 @pytest.mark.parametrize("join", ["LEFT JOIN", "JOIN"])
 def test_a_stream_joined_with_a_lookup_table_by_key(
     spark: SparkSession, server: RedisServer, client: Any, tmp_path: Path, join: str
@@ -208,7 +202,7 @@ def test_a_stream_joined_with_a_lookup_table_by_key(
         _lookup_sql(server, out, join, ", 'lookup.cache.ttl' = '5 seconds'"),
         tmp_path / "state",
     )
-    got = sorted((r["k"], r.get("name"), r.get("plan"), r.get("found")) for r in _rows(out))
+    got = sorted((r["k"], r.get("name"), r.get("plan"), r.get("found")) for r in json_lines(out))
     found = [("0", "ann", "pro", "0"), ("0", "ann", "pro", "0")]
     found += [("1", "bob", None, "1"), ("1", "bob", None, "1")]
     missing = [(k, None, None, None) for k in ("2", "2", "3", "3")]
@@ -225,7 +219,7 @@ def test_lookups_are_batched_not_a_round_trip_per_row(
     out = tmp_path / "out.json"
     sql = _lookup_sql(server, out, "JOIN", ", 'lookup.cache.max_bytes' = '0'", count=100)
     _run(spark, sql, tmp_path / "state")
-    assert len(_rows(out)) == 100
+    assert len(json_lines(out)) == 100
     stats = client.info("commandstats")
     assert "cmdstat_get" not in stats
     assert 0 < stats["cmdstat_mget"]["calls"] <= 20, stats["cmdstat_mget"]

@@ -6,17 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from arroyo.connectors.runtime import spool as spool_module
 from arroyo.connectors.runtime.spool import Spool
 
 
-def test_positions_run_on_across_segments_and_reopening(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(spool_module, "_SEGMENT_BYTES", 100)
-    spool = Spool(tmp_path)
+def test_positions_run_on_across_segments_and_reopening(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, segment_bytes=100)
     for n in range(10):
         spool.append(f"t/{n}", 1000 + n, b"x" * 30, sequence=n)
     assert len(spool.segments()) > 2
@@ -44,11 +38,8 @@ def test_a_record_cut_short_by_a_crash_is_cut_off(tmp_path: Path) -> None:
     assert [p for _, _, p in reopened.read(0, reopened.end)] == [b"first", b"second", b"third"]
 
 
-def test_committed_segments_are_removed_but_not_the_one_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(spool_module, "_SEGMENT_BYTES", 50)
-    spool = Spool(tmp_path)
+def test_committed_segments_are_removed_but_not_the_one_written(tmp_path: Path) -> None:
+    spool = Spool(tmp_path, segment_bytes=50)
     for n in range(6):
         spool.append("t", n, b"z" * 20)
     before = spool.segments()

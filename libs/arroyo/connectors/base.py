@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
+from pydantic.config import JsonDict
 from typing_extensions import TypeVar
 
 from arroyo.errors import ArroyoError, ErrorDomain
@@ -55,6 +56,10 @@ class NoOptions(ConnectorOptions):
 # A bare ``Connector`` is one of any options, as the planner handles them.
 OptionsT = TypeVar("OptionsT", bound=ConnectorOptions, default=ConnectorOptions)
 ConnectionT = TypeVar("ConnectionT", bound=ConnectorOptions, default=NoOptions)
+
+
+# How an option is marked secret: ``Field(..., json_schema_extra=SECRET)``.
+SECRET: JsonDict = {"secret": True}
 
 
 def secret_fields(model: type[BaseModel]) -> frozenset[str]:

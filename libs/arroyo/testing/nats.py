@@ -13,18 +13,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.testing.ports import free_port
-from arroyo.testing.processes import stop, tail
+from arroyo.testing.processes import ServerUnavailableError, stop, tail
 
 START_TIMEOUT_S = 30.0
 
 
-class NatsUnavailableError(ArroyoError):
+class NatsUnavailableError(ServerUnavailableError):
     """No nats-server here, or it would not start."""
-
-    code = "nats_unavailable"
-    domain = ErrorDomain.EXTERNAL
 
 
 @dataclass(frozen=True)

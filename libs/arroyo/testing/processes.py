@@ -7,6 +7,16 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from arroyo.errors import ArroyoError, ErrorDomain
+
+
+class ServerUnavailableError(ArroyoError):
+    """A server the tests run is not installed here, or would not start: says which, and how
+    to install it."""
+
+    code = "server_unavailable"
+    domain = ErrorDomain.EXTERNAL
+
 
 def stop(*processes: subprocess.Popen[Any], timeout: float) -> None:
     """SIGTERM every process still running (a clean shutdown, logs flushed), then wait for each;

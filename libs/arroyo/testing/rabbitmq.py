@@ -14,19 +14,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.testing.ports import free_port
-from arroyo.testing.processes import stop, tail
+from arroyo.testing.processes import ServerUnavailableError, stop, tail
 
 START_TIMEOUT_S = 90.0
 _SERVER = Path("/usr/lib/rabbitmq/bin/rabbitmq-server")
 
 
-class RabbitmqUnavailableError(ArroyoError):
+class RabbitmqUnavailableError(ServerUnavailableError):
     """No rabbitmq-server here, or it would not start."""
-
-    code = "rabbitmq_unavailable"
-    domain = ErrorDomain.EXTERNAL
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,8 @@ from functools import lru_cache
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
-from pydantic.config import JsonDict
 
-from arroyo.connectors.base import ConnectorOptions
-
-_SECRET: JsonDict = {"secret": True}
+from arroyo.connectors.base import SECRET, ConnectorOptions
 
 
 def parse_client_configs(text: str) -> dict[str, str]:
@@ -51,7 +48,7 @@ class KafkaConnection(ConnectorOptions):
     )
     auth_username: str | None = Field(None, alias="auth.username", description="SASL user")
     auth_password: str | None = Field(
-        None, alias="auth.password", description="SASL password", json_schema_extra=_SECRET
+        None, alias="auth.password", description="SASL password", json_schema_extra=SECRET
     )
     client_configs: str | None = Field(
         None,
@@ -70,7 +67,7 @@ class KafkaConnection(ConnectorOptions):
         None,
         alias="schema_registry.api_secret",
         description="schema registry basic-auth password",
-        json_schema_extra=_SECRET,
+        json_schema_extra=SECRET,
     )
 
     @field_validator("client_configs")

@@ -11,11 +11,9 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
-from pydantic.config import JsonDict
 
-from arroyo.connectors.base import ConnectorOptions
+from arroyo.connectors.base import SECRET, ConnectorOptions
 
-_SECRET: JsonDict = {"secret": True}
 _SCHEMES = {"tcp": 1883, "mqtt": 1883, "ssl": 8883, "mqtts": 8883, "ws": 80, "wss": 443}
 
 
@@ -37,11 +35,11 @@ class MqttConnection(ConnectorOptions):
         None,
         alias="tls.key",
         description="the client certificate's private key (a file, or PEM)",
-        json_schema_extra=_SECRET,
+        json_schema_extra=SECRET,
     )
     client_prefix: str = Field("arroyo-mqtt", description="prefix of the client ids used")
     username: str | None = Field(None, description="user to log in as")
-    password: str | None = Field(None, description="password", json_schema_extra=_SECRET)
+    password: str | None = Field(None, description="password", json_schema_extra=SECRET)
     max_packet_size: int = Field(
         10_240,
         ge=0,

@@ -16,7 +16,6 @@ sends while nothing is connected is lost (at most once).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -24,7 +23,13 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 
 from arroyo.connectors.mqtt.options import MqttOptions
-from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA, Spool, SpooledReader, StoppingWrapper
+from arroyo.connectors.runtime.spool import (
+    SPOOLED_SCHEMA,
+    Spool,
+    SpooledReader,
+    StoppingWrapper,
+    read_spooled,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -83,14 +88,11 @@ class MqttSource(DataSource):
 
 def read_mqtt(ctx: ReadContext, table: TableSpec, opts: MqttOptions) -> DataFrame:
     """The topic's messages as ``value``, the time each reached the spool as the source time."""
-    state = ctx.state_dir.resolve()
-    ident = hashlib.sha256(str(state).encode()).hexdigest()[:12]
-    ctx.spark.dataSource.register(MqttSource)
-    df = (
-        ctx.spark.readStream.format(MqttSource.name())
-        .option("options", opts.model_dump_json(by_alias=True))
-        .option("spool", str(state / "spool"))
-        .option("client_id", f"{opts.client_prefix}-{table.name}-{ident}")
-        .load()
+    df = read_spooled(
+        ctx,
+        MqttSource,
+        table.name,
+        opts.model_dump_json(by_alias=True),
+        client_id=f"{opts.client_prefix}-{{ident}}",
     )
     return df.select("value", "_source_time", "_eoi", "_meta_topic")

@@ -11,11 +11,8 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, model_validator
-from pydantic.config import JsonDict
 
-from arroyo.connectors.base import ConnectorOptions
-
-_SECRET: JsonDict = {"secret": True}
+from arroyo.connectors.base import SECRET, ConnectorOptions
 
 
 class NatsConnection(ConnectorOptions):
@@ -33,16 +30,16 @@ class NatsConnection(ConnectorOptions):
     )
     auth_username: str | None = Field(None, alias="auth.username", description="user")
     auth_password: str | None = Field(
-        None, alias="auth.password", description="password", json_schema_extra=_SECRET
+        None, alias="auth.password", description="password", json_schema_extra=SECRET
     )
     auth_token: str | None = Field(
-        None, alias="auth.token", description="token", json_schema_extra=_SECRET
+        None, alias="auth.token", description="token", json_schema_extra=SECRET
     )
     auth_nkey_seed: str | None = Field(
-        None, alias="auth.nkey_seed", description="NKey seed", json_schema_extra=_SECRET
+        None, alias="auth.nkey_seed", description="NKey seed", json_schema_extra=SECRET
     )
     auth_jwt: str | None = Field(
-        None, alias="auth.jwt", description="user JWT", json_schema_extra=_SECRET
+        None, alias="auth.jwt", description="user JWT", json_schema_extra=SECRET
     )
     auth_credentials_file: str | None = Field(
         None, alias="auth.credentials_file", description="path of a .creds file"

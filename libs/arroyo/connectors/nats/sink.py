@@ -53,13 +53,7 @@ class PartitionPublisher:
 def write_nats(
     ctx: WriteContext, df: DataFrame, table: TableSpec, opts: NatsOptions
 ) -> DataStreamWriter:
-    from arroyo.connectors.runtime.sinks import batch_in_flight
+    from arroyo.connectors.runtime.sinks import write_partitions
     from arroyo.formats.codec import encode
 
-    publisher = PartitionPublisher(table.name, opts)
-
-    def write_batch(batch: DataFrame, _batch_id: int) -> None:
-        with batch_in_flight():
-            batch.foreachPartition(publisher)
-
-    return encode(df, table).writeStream.foreachBatch(write_batch)
+    return write_partitions(encode(df, table), PartitionPublisher(table.name, opts))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import json
 import time
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,13 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 
 from arroyo.connectors.nats.options import NatsOptions
-from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA, Spool, SpooledReader, StoppingWrapper
+from arroyo.connectors.runtime.spool import (
+    SPOOLED_SCHEMA,
+    Spool,
+    SpooledReader,
+    StoppingWrapper,
+    read_spooled,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -176,14 +181,11 @@ class NatsSource(DataSource):
 def read_nats(ctx: ReadContext, table: TableSpec, opts: NatsOptions) -> DataFrame:
     """The subject's or stream's messages as ``value``, the time each reached the spool as the
     source time, the subject as the ``subject`` metadata."""
-    state = ctx.state_dir.resolve()
-    ident = hashlib.sha256(str(state).encode()).hexdigest()[:12]
-    ctx.spark.dataSource.register(NatsSource)
-    df = (
-        ctx.spark.readStream.format(NatsSource.name())
-        .option("options", opts.model_dump_json(by_alias=True))
-        .option("spool", str(state / "spool"))
-        .option("durable", f"arroyo-{table.name}-{ident}")
-        .load()
+    df = read_spooled(
+        ctx,
+        NatsSource,
+        table.name,
+        opts.model_dump_json(by_alias=True),
+        durable="arroyo-{ident}",
     )
     return df.select("value", "_source_time", "_eoi", df["_meta_topic"].alias("_meta_subject"))

@@ -6,11 +6,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from pydantic import Field, field_validator
-from pydantic.config import JsonDict
 
-from arroyo.connectors.base import ConnectorOptions
+from arroyo.connectors.base import SECRET, ConnectorOptions
 
-_SECRET: JsonDict = {"secret": True}
 _NAMED_OFFSETS = ("first", "last", "next")
 
 
@@ -21,7 +19,7 @@ class RabbitmqConnection(ConnectorOptions):
     port: int = Field(5552, ge=0, le=65535, description="its stream protocol port")
     virtual_host: str = Field("/", description="the virtual host")
     username: str = Field("guest", description="user")
-    password: str = Field("guest", description="password", json_schema_extra=_SECRET)
+    password: str = Field("guest", description="password", json_schema_extra=SECRET)
     tls_enabled: bool = Field(False, alias="tls_config.enabled", description="connect with TLS")
     tls_trust_certificates: bool = Field(
         False,

@@ -10,12 +10,9 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
-from pydantic.config import JsonDict
 
-from arroyo.connectors.base import ConnectorOptions
+from arroyo.connectors.base import SECRET, ConnectorOptions
 from arroyo.sql.time import option_duration_us
-
-_SECRET: JsonDict = {"secret": True}
 
 
 class RedisConnection(ConnectorOptions):
@@ -32,7 +29,7 @@ class RedisConnection(ConnectorOptions):
         description="comma-separated redis://host:port of a cluster's nodes",
     )
     username: str | None = Field(None, description="user, where the server has ACL users")
-    password: str | None = Field(None, description="password", json_schema_extra=_SECRET)
+    password: str | None = Field(None, description="password", json_schema_extra=SECRET)
 
     @model_validator(mode="after")
     def _one_address(self) -> RedisConnection:

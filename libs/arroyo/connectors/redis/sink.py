@@ -153,7 +153,7 @@ def write_redis(
     written by the executors (``PartitionWriter``)."""
     from pyspark.sql import functions as F
 
-    from arroyo.connectors.runtime.sinks import batch_in_flight
+    from arroyo.connectors.runtime.sinks import write_partitions
     from arroyo.formats.codec import encode
     from arroyo.program.names import quote_name
 
@@ -165,13 +165,7 @@ def write_redis(
     }
     carried = df.select("*", *[F.col(quote_name(c)).alias(n) for n, c in beside.items()])
     encoded = encode(carried, table, beside=list(beside))
-    writer = PartitionWriter(table.name, opts)
-
-    def write_batch(batch: DataFrame, _batch_id: int) -> None:
-        with batch_in_flight():
-            batch.foreachPartition(writer)
-
-    return encoded.writeStream.foreachBatch(write_batch)
+    return write_partitions(encoded, PartitionWriter(table.name, opts))
 
 
 # Clients of this process (a Python worker's), by the connection's options: a lookup keeps its

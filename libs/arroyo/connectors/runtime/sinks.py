@@ -6,12 +6,12 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 
 from arroyo.connectors.base import LineWriter
 from arroyo.connectors.runtime.remote_state import durable
@@ -41,6 +41,19 @@ def batch_in_flight() -> Iterator[None]:
         with _idle:
             _in_flight -= 1
             _idle.notify_all()
+
+
+def write_partitions(
+    encoded: DataFrame, writer: Callable[[Iterator[Row]], None]
+) -> DataStreamWriter:
+    """A sink writing each micro-batch from the executors: ``writer`` (picklable) gets each
+    partition's rows. At least once: a replayed batch is written again."""
+
+    def write_batch(batch: DataFrame, _batch_id: int) -> None:
+        with batch_in_flight():
+            batch.foreachPartition(writer)
+
+    return encoded.writeStream.foreachBatch(write_batch)
 
 
 def error_summary(err: BaseException) -> str:

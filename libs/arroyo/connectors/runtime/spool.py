@@ -18,10 +18,15 @@ import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import SimpleDataSourceStreamReader
+from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
 from pyspark.sql.datasource_internal import _SimpleStreamReaderWrapper
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from arroyo.connectors.base import ReadContext
 
 _HEADER = struct.Struct("<IqqI")  # topic length, time in ms, sequence (-1: none), payload length
 _SEGMENT_BYTES = 64 * 1024 * 1024
@@ -53,10 +58,14 @@ class Spool:
     """Messages appended to segment files named by their first byte's position (offsets run on
     across segments and restarts); segments wholly before a committed position are removed."""
 
-    def __init__(self, root: Path, *, writer: bool = True) -> None:
+    def __init__(
+        self, root: Path, *, writer: bool = True, segment_bytes: int = _SEGMENT_BYTES
+    ) -> None:
         """``writer``: this one appends (holding the spool's lock), and cuts off a record left
-        half written; a reader's spool only reads up to it."""
+        half written; a reader's spool only reads up to it. A segment is closed once it holds
+        ``segment_bytes``."""
         self.root = root
+        self.segment_bytes = segment_bytes
         if writer:
             root.mkdir(parents=True, exist_ok=True)
         elif not root.is_dir():
@@ -82,7 +91,7 @@ class Spool:
         name = topic.encode()
         record = _HEADER.pack(len(name), at_ms, sequence, len(payload)) + name + payload
         with self.lock:
-            if self._file is None or self.end - self._file_start >= _SEGMENT_BYTES:
+            if self._file is None or self.end - self._file_start >= self.segment_bytes:
                 if self._file is not None:
                     self._file.close()
                 self._file_start = self.end
@@ -267,3 +276,25 @@ SPOOLED_SCHEMA = (
     "`_topic` STRING, `_source_time` TIMESTAMP, `value` BINARY, `_eoi` BOOLEAN, "
     "`_meta_topic` STRING"
 )
+
+
+def read_spooled(
+    ctx: ReadContext, source: type[DataSource], table: str, options: str, **named: str
+) -> DataFrame:
+    """A spooled source's stream (``source``, a DataSource whose reader is a SpooledReader):
+    its spool in the table's state, the table's ``options`` (JSON), and ``named`` options in
+    which ``{ident}`` is a name stable for this pipeline and table (a persistent session's
+    client id, a durable consumer's name)."""
+    import hashlib
+
+    state = ctx.state_dir.resolve()
+    ident = f"{table}-{hashlib.sha256(str(state).encode()).hexdigest()[:12]}"
+    ctx.spark.dataSource.register(source)
+    reader = (
+        ctx.spark.readStream.format(source.name())
+        .option("spool", str(state / "spool"))
+        .option("options", options)
+    )
+    for key, value in named.items():
+        reader = reader.option(key, value.format(ident=ident))
+    return reader.load()
