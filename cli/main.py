@@ -1,8 +1,9 @@
 """``arroyo run``, ``arroyo validate`` and ``arroyo migrate``.
 
-Exit codes: 0 success, 1 the pipeline failed while running, 2 the query was refused (diagnostics
-printed on stderr), 130 stopped by a signal after a final checkpoint. ``migrate`` exits 1 when it
-fails.
+``validate`` prints the dataflow on stdout and its warnings (a source that cannot replay into
+an exactly-once sink) on stderr. Exit codes: 0 success, 1 the pipeline failed while running, 2
+the query was refused (diagnostics printed on stderr), 130 stopped by a signal after a final
+checkpoint. ``migrate`` exits 1 when it fails.
 """
 
 from __future__ import annotations
@@ -201,6 +202,10 @@ def _validate(sql: str, parallelism: int, udfs: UdfLibrary | None, timings: Timi
     settings = SessionSettings(parallelism=parallelism, fast_start=True, driver_memory="1g")
     program, _ = _plan(sql, parallelism, udfs, timings, settings)
     print(describe(program))
+    from arroyo.sql.planner.delivery import replay_warnings
+
+    for warning in replay_warnings(program):
+        print(f"warning[{warning.code}]: {warning.message}", file=sys.stderr)
     return 0
 
 
@@ -334,6 +339,8 @@ def _run_pipeline(
         sys.stderr.write("\n")
     if runner.progress.dropped_bad_records:
         print(f"dropped {runner.progress.dropped_bad_records} bad records", file=sys.stderr)
+    if overflowed := runner.progress.dropped_overflow_messages:
+        print(f"dropped {overflowed} messages past a source's buffer", file=sys.stderr)
     if finished:
         print(f"finished in {time.monotonic() - started:.1f}s", file=sys.stderr)
         return 0

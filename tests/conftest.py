@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from arroyo.testing.kafka import KafkaBroker
+    from arroyo.testing.kinesis import KinesisServer
     from arroyo.testing.mosquitto import Mosquitto
     from arroyo.testing.nats import NatsServer
     from arroyo.testing.rabbitmq import RabbitmqNode
@@ -145,6 +146,15 @@ def rabbitmq(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RabbitmqNode]
     from arroyo.testing.rabbitmq import running_rabbitmq
 
     yield from _served(running_rabbitmq, tmp_path_factory.mktemp("rabbitmq"))
+
+
+@pytest.fixture(scope="session")
+def kinesis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KinesisServer]:
+    """One Kinesis-compatible server (kinesalite, in memory); see ``arroyo.testing.kinesis``.
+    Tests use streams of their own."""
+    from arroyo.testing.kinesis import running_kinesis
+
+    yield from _served(running_kinesis, tmp_path_factory.mktemp("kinesis"))
 
 
 @pytest.fixture(scope="session")

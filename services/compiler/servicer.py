@@ -21,6 +21,7 @@ class CompilerServicer(compiler_pb2_grpc.CompilerServiceServicer):  # type: igno
             request.udfs,
             max(1, request.parallelism),
             request.connection_profiles,
+            request.connection_tables,
         )
 
     async def ValidateUdfs(self, request: pb.ValidateUdfsRequest, context: Any) -> Any:

@@ -44,6 +44,11 @@ def test_validate_prints_dataflow_without_touching_inputs(tmp_path: Path) -> Non
         "CREATE TABLE src (id BIGINT, ts TIMESTAMP NOT NULL, WATERMARK FOR ts) WITH ("
         "connector = 'single_file', path = '/does/not/exist.json', type = 'source');\n"
         "SELECT tumble(interval '1 minute') AS window, count(*) AS c FROM src GROUP BY 1;\n"
+        # MQTT at QoS 0 cannot replay: into an exactly-once sink, it is warned of.
+        "CREATE TABLE m (n BIGINT) WITH (connector = 'mqtt', url = 'tcp://127.0.0.1:1', "
+        "topic = 't', format = 'json', type = 'source');\n"
+        f"CREATE TABLE f WITH (connector = 'single_file', path = '{tmp_path}/f.json', "
+        "type = 'sink');\nINSERT INTO f SELECT n FROM m;\n"
     )
     result = _run(["validate", str(query)])
     assert result.returncode == 0, result.stderr
@@ -51,6 +56,7 @@ def test_validate_prints_dataflow_without_touching_inputs(tmp_path: Path) -> Non
         "source src [single_file, format json, bounded] (id BIGINT, ts TIMESTAMP)" in result.stdout
     )
     assert "sink select_0 [stdout, format json, append]" in result.stdout
+    assert "warning[unreplayable_source]: source 'm' (mqtt) cannot replay" in result.stderr
 
 
 @pytest.mark.spark

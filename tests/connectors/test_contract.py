@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from arroyo.testing.kafka import KafkaBroker
+    from arroyo.testing.kinesis import KinesisServer
     from arroyo.testing.mosquitto import Mosquitto
     from arroyo.testing.nats import NatsServer
     from arroyo.testing.redis import RedisServer
@@ -122,6 +123,9 @@ def test_capabilities_match_the_hooks_and_the_docstring(conn: AnyConnector) -> N
         assert _STATED[caps.delivery] in doc, f"the docstring states no '{caps.delivery}'"
     if caps.source and not caps.replayable:
         assert "cannot replay" in doc, "a source that cannot replay says so"
+    if _implements(conn, "replayable"):
+        # Options choose: the capability is the strongest, the docstring says which cannot.
+        assert caps.replayable and "cannot replay" in doc
 
 
 # -- planning contacts nothing ------------------------------------------------------------------
@@ -143,6 +147,8 @@ _REGISTRY_AVRO = (
     "format = 'avro', 'avro.confluent_schema_registry' = 'true', "
     "'schema_registry.endpoint' = 'http://{trap}'"
 )
+# Confluent's registry settings come with a login.
+_REGISTRY_LOGIN = ", 'schema_registry.api_key' = 'k', 'schema_registry.api_secret' = 's'"
 PLANNED: dict[str, Planned] = {
     "impulse": Planned({"source": "event_rate = '10'"}, columns=""),
     "nexmark": Planned({"source": "event_rate = '10'"}, columns=""),
@@ -154,6 +160,14 @@ PLANNED: dict[str, Planned] = {
             + _REGISTRY_AVRO,
             "sink": "bootstrap_servers = '{trap}', topic = 't', "
             "'sink.commit_mode' = 'exactly_once', " + _REGISTRY_AVRO,
+        }
+    ),
+    "confluent": Planned(
+        {
+            "source": "bootstrap_servers = '{trap}', key = 'k', secret = 's', topic = 't', "
+            "'source.offset' = 'group', " + _REGISTRY_AVRO + _REGISTRY_LOGIN,
+            "sink": "bootstrap_servers = '{trap}', key = 'k', secret = 's', topic = 't', "
+            "'sink.commit_mode' = 'exactly_once', " + _REGISTRY_AVRO + _REGISTRY_LOGIN,
         }
     ),
     "single_file": Planned(
@@ -183,6 +197,12 @@ PLANNED: dict[str, Planned] = {
         }
     ),
     "rabbitmq": Planned({"source": "host = '127.0.0.1', port = '{port}', stream = 's'"}),
+    "kinesis": Planned(
+        {
+            "source": "aws_endpoint = 'http://{trap}', aws_region = 'us-east-1', stream_name = 's'",
+            "sink": "aws_endpoint = 'http://{trap}', aws_region = 'us-east-1', stream_name = 's'",
+        }
+    ),
     "redis": Planned(
         {
             "sink": "address = 'redis://{trap}', target = 'list', 'target.key_prefix' = 'k'",
@@ -190,6 +210,13 @@ PLANNED: dict[str, Planned] = {
         },
         lookup_columns="(counter TEXT METADATA FROM 'key' PRIMARY KEY, v TEXT)",
     ),
+    "webhook": Planned({"sink": "endpoint = 'http://{trap}/hook'"}),
+    # The HTTP sources connect when their stream is first read.
+    "sse": Planned({"source": "endpoint = 'http://{trap}/events', events = 'update'"}),
+    "websocket": Planned(
+        {"source": "endpoint = 'ws://{trap}/ws', 'subscription_messages.0' = 'subscribe'"}
+    ),
+    "polling_http": Planned({"source": "endpoint = 'http://{trap}/metrics', method = 'POST'"}),
     "stdout": Planned({"sink": ""}),
     "blackhole": Planned({"sink": ""}),
     # A lakehouse table is created, or its log read, when the first batch is written.
@@ -365,7 +392,19 @@ def _blackhole(request: pytest.FixtureRequest, work: Path) -> Sink:
     return Sink("", list)
 
 
-def _kafka(commit_mode: str) -> SinkCase:
+def _plaintext(broker: KafkaBroker) -> str:
+    return f"bootstrap_servers = '{broker.bootstrap_servers}'"
+
+
+def _sasl_ssl(broker: KafkaBroker) -> str:
+    """A confluent table's connection: the broker's SASL_SSL listener, trusting its CA."""
+    return (
+        f"bootstrap_servers = '{broker.sasl_ssl_bootstrap_servers}', key = 'alice', "
+        f"secret = 'alice-secret', 'ssl.ca_file' = '{broker.ca_file}'"
+    )
+
+
+def _kafka(commit_mode: str, connection: Callable[[KafkaBroker], str] = _plaintext) -> SinkCase:
     def case(request: pytest.FixtureRequest, work: Path) -> Sink:
         broker: KafkaBroker = request.getfixturevalue("kafka_broker")
         topic: str = request.getfixturevalue("kafka_topic")
@@ -375,8 +414,7 @@ def _kafka(commit_mode: str) -> SinkCase:
             return [json.loads(r.value) for r in records if r.value is not None]
 
         return Sink(
-            f"bootstrap_servers = '{broker.bootstrap_servers}', topic = '{topic}', "
-            f"'sink.commit_mode' = '{commit_mode}'",
+            f"{connection(broker)}, topic = '{topic}', 'sink.commit_mode' = '{commit_mode}'",
             read,
         )
 
@@ -462,6 +500,29 @@ def _nats(request: pytest.FixtureRequest, work: Path) -> Sink:
     )
 
 
+def _kinesis(request: pytest.FixtureRequest, work: Path) -> Sink:
+    from tests.connectors.test_kinesis import read_stream
+
+    server: KinesisServer = request.getfixturevalue("kinesis")
+    stream = f"contract-{uuid.uuid4().hex[:8]}"
+    server.create_stream(stream, shards=2)
+    return Sink(
+        f"{server.options()}, stream_name = '{stream}'",
+        lambda: [json.loads(r["Data"]) for r in read_stream(server, stream)],
+    )
+
+
+def _webhook(request: pytest.FixtureRequest, work: Path) -> Sink:
+    from tests.aio import loop_thread
+    from tests.connectors.test_webhook import Receiver
+
+    stack = contextlib.ExitStack()
+    request.addfinalizer(stack.close)
+    receiver = Receiver(stack.enter_context(loop_thread("webhook-receiver", timeout_s=30)))
+    stack.callback(receiver.close)
+    return Sink(f"endpoint = '{receiver.url}', max_batch_size = '5'", receiver.records)
+
+
 # Each sink's cases: (id, marks, case).
 SINKS: dict[str, list[tuple[str, tuple[pytest.MarkDecorator, ...], SinkCase]]] = {
     "single_file": [("single_file", (), _single_file)],
@@ -473,10 +534,16 @@ SINKS: dict[str, list[tuple[str, tuple[pytest.MarkDecorator, ...], SinkCase]]] =
     "redis": [("redis", (), _redis)],
     "mqtt": [("mqtt", (), _mqtt)],
     "nats": [("nats", (), _nats)],
+    "kinesis": [("kinesis", (), _kinesis)],
+    "webhook": [("webhook", (pytest.mark.http,), _webhook)],
     "blackhole": [("blackhole", (), _blackhole)],
     "kafka": [
         ("kafka-at_least_once", (pytest.mark.kafka,), _kafka("at_least_once")),
         ("kafka-exactly_once", (pytest.mark.kafka,), _kafka("exactly_once")),
+    ],
+    # Kafka's sink, logged in over SASL_SSL: the transactional one, on confluent-kafka's client.
+    "confluent": [
+        ("confluent-exactly_once", (pytest.mark.kafka,), _kafka("exactly_once", _sasl_ssl)),
     ],
     "delta": [("delta", (pytest.mark.lakehouse,), _delta)],
     "iceberg": [("iceberg", (pytest.mark.lakehouse,), _iceberg)],

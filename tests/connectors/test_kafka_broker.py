@@ -102,9 +102,27 @@ def test_the_sasl_listener_refuses_a_wrong_password(kafka_broker: KafkaBroker) -
     assert "Invalid username or password" in errors[0].str()
 
 
+def test_the_sasl_ssl_listener_accepts_alice_trusting_its_ca(
+    kafka_broker: KafkaBroker, kafka_topic: str
+) -> None:
+    config = kafka_broker.sasl_config("alice", "alice-secret", tls=True)
+    admin = AdminClient({**config, "logger": _quiet})
+
+    metadata = admin.list_topics(timeout=30)
+
+    assert kafka_topic in metadata.topics
+    assert [f"{b.host}:{b.port}" for b in metadata.brokers.values()] == [
+        kafka_broker.sasl_ssl_bootstrap_servers
+    ]
+
+
 def test_restart_after_kill_keeps_the_topic_data(tmp_path: Path) -> None:
     with KafkaBroker.start(tmp_path / "kafka") as broker:
-        ports = (broker.bootstrap_servers, broker.sasl_bootstrap_servers)
+        ports = (
+            broker.bootstrap_servers,
+            broker.sasl_bootstrap_servers,
+            broker.sasl_ssl_bootstrap_servers,
+        )
         broker.create_topic("kept", partitions=2)
         broker.produce("kept", [f"before-{i}" for i in range(10)])
         before = broker.consume("kept")
@@ -113,7 +131,11 @@ def test_restart_after_kill_keeps_the_topic_data(tmp_path: Path) -> None:
         assert not broker.running
         broker.restart()
 
-        assert (broker.bootstrap_servers, broker.sasl_bootstrap_servers) == ports
+        assert ports == (
+            broker.bootstrap_servers,
+            broker.sasl_bootstrap_servers,
+            broker.sasl_ssl_bootstrap_servers,
+        )
         assert broker.consume("kept") == before
         broker.produce("kept", ["after"])
         assert [r.value for r in broker.consume("kept")].count(b"after") == 1

@@ -1,7 +1,9 @@
 """The ``nats`` connector against a real server (Debian's nats-server, JetStream on, a password
 required), with an independent nats-py client on the other side: a core subject read and a
 subject written, a JetStream stream read by a durable consumer that gets what was published
-while the pipeline was down, each message once; a refused login named; options refused."""
+while the pipeline was down, each message once (a malformed one dropped, or failing the job);
+a server stopped mid-run and back, and one that does not come back; a refused login named;
+options refused."""
 
 from __future__ import annotations
 
@@ -14,9 +16,11 @@ from typing import Any
 import pytest
 from pyspark.sql import SparkSession
 
+from arroyo.connectors.nats.options import NatsOptions
+from arroyo.connectors.nats.source import NatsSource
 from arroyo.engine.catalog import spark_planner
 from arroyo.errors import JobFailedError, PlanningError
-from arroyo.testing.nats import NatsServer
+from arroyo.testing.nats import NatsServer, running_nats
 from tests.connectors.pipelines import json_lines, start, stop
 from tests.waiting import wait_until
 
@@ -119,13 +123,16 @@ def test_a_stream_is_read_once_across_a_restart(
     spark: SparkSession, nats_server: NatsServer, client: _Client, tmp_path: Path
 ) -> None:
     """A durable consumer: what is published to the stream while the pipeline is stopped is
-    read when it starts again, and the file sink (exactly once) has each message once."""
+    read when it starts again, and the file sink (exactly once) has each message once; under
+    ``bad_data = 'drop'`` a message that is not JSON is skipped, the others kept."""
     name = f"S{uuid.uuid4().hex[:8]}"
     client.stream(name, [f"{name}.>"])
     for n in range(5):
         client.publish_js(f"{name}.a", json.dumps({"n": n}))
+        if n == 2:
+            client.publish_js(f"{name}.a", "{not json")
     out = tmp_path / "out.json"
-    sql = _reader_sql(nats_server, out, f"stream = '{name}'")
+    sql = _reader_sql(nats_server, out, f"stream = '{name}', bad_data = 'drop'")
     state = tmp_path / "state"
     runner = start(spark, sql, state)
     wait_until("the first five", lambda: len(json_lines(out)) >= 5, timeout=120)
@@ -139,6 +146,147 @@ def test_a_stream_is_read_once_across_a_restart(
         stop(runner)
     assert sorted(r["n"] for r in json_lines(out)) == list(range(10))
     assert {r["subject"] for r in json_lines(out)} == {f"{name}.a", f"{name}.b"}
+
+
+def test_a_malformed_message_fails_the_job_naming_the_table(
+    spark: SparkSession, nats_server: NatsServer, client: _Client, tmp_path: Path
+) -> None:
+    """``bad_data = 'fail'`` (the default). Decoding is the one every connector's payloads
+    take (arroyo.formats.codec, tested at length with files and Kafka); this is NATS's case."""
+    name = f"S{uuid.uuid4().hex[:8]}"
+    client.stream(name, [f"{name}.>"])
+    client.publish_js(f"{name}.a", json.dumps({"n": 0}))
+    client.publish_js(f"{name}.a", "{not json")
+    sql = _reader_sql(nats_server, tmp_path / "out.json", f"stream = '{name}'")
+    runner = start(spark, sql, tmp_path / "state")
+    with pytest.raises(JobFailedError, match=r"bad data in table 'src' \(json\): .*\{not json"):
+        runner.wait(timeout=120)
+
+
+def test_a_server_back_after_an_outage_is_a_pause(spark: SparkSession, tmp_path: Path) -> None:
+    """The server (one of the test's own) stopped under a running pipeline, then started again
+    where it was: the JetStream source goes on from where it was, each message once."""
+    root, out = tmp_path / "server", tmp_path / "out.json"
+    name = f"S{uuid.uuid4().hex[:8]}"
+    runner = None
+    try:
+        with running_nats(root) as server:
+            client = _Client(server)
+            client.stream(name, [f"{name}.>"])
+            for n in range(5):
+                client.publish_js(f"{name}.a", json.dumps({"n": n}))
+            client.close()
+            runner = start(spark, _reader_sql(server, out, f"stream = '{name}'"), tmp_path / "s")
+            wait_until("the first five", lambda: len(json_lines(out)) >= 5, timeout=120)
+        with running_nats(root, again=server):
+            client = _Client(server)
+            for n in range(5, 10):
+                client.publish_js(f"{name}.b", json.dumps({"n": n}))
+            client.close()
+            wait_until("all ten", lambda: len(json_lines(out)) >= 10, timeout=60)
+    finally:
+        if runner is not None:
+            stop(runner)
+    assert sorted(r["n"] for r in json_lines(out)) == list(range(10))
+
+
+def _reader(server: NatsServer, spool: Path, reconnect_attempts: int = 2, **options: Any) -> Any:
+    """The source's reader as Spark's Python worker runs it, in this process (no query, no
+    JVM): ``options`` are the table's (``subject``, ``stream``...)."""
+    table = NatsOptions.model_validate(
+        {
+            "servers": f"{server.host}:{server.port}",
+            "auth.type": "credentials",
+            "auth.username": server.username,
+            "auth.password": server.password,
+            **options,
+        }
+    )
+    source = NatsSource(
+        {
+            "spool": str(spool),
+            "options": table.model_dump_json(by_alias=True),
+            "durable": "arroyo-test",
+            "reconnect_attempts": str(reconnect_attempts),
+        }
+    )
+    return source.streamReader(None).simple_reader
+
+
+def _read_all(reader: Any, position: int, values: set[int]) -> int:
+    """Reads batches from ``position`` until the spool has given ``values`` (and only once
+    each); the position after them."""
+    seen: list[int] = []
+
+    def read() -> bool:
+        nonlocal position
+        batches, end = reader.read({"pos": position})
+        seen.extend(json.loads(v)["n"] for b in batches for v in b.column("value").to_pylist())
+        position = end["pos"]
+        return set(seen) >= values
+
+    wait_until(f"messages {sorted(values)}", read, timeout=60, detail=lambda: str(seen))
+    assert sorted(seen) == sorted(values), seen
+    return position
+
+
+def test_a_message_cut_off_before_the_spool_is_spooled_when_it_comes_again(
+    nats_server: NatsServer, client: _Client, tmp_path: Path
+) -> None:
+    """Messages 5 to 9 reach a consumer that dies before spooling them (here, a client that
+    takes them and never acknowledges); the pipeline reads 10 to 14 on starting again, then
+    5 to 9 once their ``consumer.ack_wait`` is over: older sequences than the spool's newest,
+    spooled all the same (a highest-sequence-spooled check lost them)."""
+    name = f"S{uuid.uuid4().hex[:8]}"
+    client.stream(name, [f"{name}.>"])
+    for n in range(5):
+        client.publish_js(f"{name}.a", json.dumps({"n": n}))
+    options = {"stream": name, "consumer.ack_wait": 1}
+    reader = _reader(nats_server, tmp_path / "spool", **options)
+    try:
+        position = _read_all(reader, 0, set(range(5)))
+    finally:
+        reader.stop()
+    for n in range(5, 10):
+        client.publish_js(f"{name}.a", json.dumps({"n": n}))
+    pull = client.loop.run(
+        client.nc.jetstream().pull_subscribe_bind(durable="arroyo-test", stream=name), 10
+    )
+    taken = client.loop.run(pull.fetch(5, timeout=10), 30)
+    client.loop.run(pull.unsubscribe(), 10)
+    assert [json.loads(m.data)["n"] for m in taken] == list(range(5, 10))
+    for n in range(10, 15):
+        client.publish_js(f"{name}.a", json.dumps({"n": n}))
+    reader = _reader(nats_server, tmp_path / "spool", **options)
+    try:
+        _read_all(reader, position, set(range(5, 15)))
+    finally:
+        reader.stop()
+
+
+def test_a_server_that_does_not_come_back_fails_the_source_naming_it(tmp_path: Path) -> None:
+    """Its reconnect attempts spent (two here, about two minutes of them as run), the source's
+    next read fails naming the servers and the last error, rather than waiting on."""
+    with running_nats(tmp_path / "server") as server:
+        reader = _reader(server, tmp_path / "spool", subject="s")
+        reader.read({"pos": 0})  # subscribes
+    failures: list[RuntimeError] = []
+
+    def failed() -> bool:
+        try:
+            reader.read({"pos": 0})
+        except RuntimeError as err:
+            failures.append(err)
+        return bool(failures)
+
+    try:
+        wait_until("the source to give up on the server", failed, timeout=60)
+    finally:
+        reader.stop()
+    assert (
+        f"lost the connection to NATS at {server.host}:{server.port} and could not connect "
+        "again in 2 attempts" in str(failures[0])
+    ), failures[0]
 
 
 def test_a_refused_login_fails_the_job_naming_the_servers(

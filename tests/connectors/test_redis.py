@@ -14,9 +14,11 @@ import pytest
 from pyspark.sql import SparkSession
 
 from arroyo.engine.catalog import spark_planner
+from arroyo.engine.lookups import lookup_counts
 from arroyo.errors import JobFailedError, PlanningError
 from arroyo.testing.redis import RedisServer
-from tests.connectors.pipelines import json_lines, start
+from tests.connectors.pipelines import json_lines, start, stop
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -223,6 +225,26 @@ def test_lookups_are_batched_not_a_round_trip_per_row(
     stats = client.info("commandstats")
     assert "cmdstat_get" not in stats
     assert 0 < stats["cmdstat_mget"]["calls"] <= 20, stats["cmdstat_mget"]
+    # Counted: every row, no cache hits, and each key asked for read from Redis.
+    counts = lookup_counts("customers")
+    assert counts is not None and counts.rows == 100 and counts.cache_hits == 0
+    assert counts.keys == client.info("stats")["keyspace_hits"], counts
+
+
+def test_lookups_answered_by_the_cache_are_counted(
+    spark: SparkSession, server: RedisServer, client: Any, tmp_path: Path
+) -> None:
+    """The cache on, three seconds of rows in many micro-batches: the keys not answered by
+    the cache are the keys Redis was asked for."""
+    for k in range(2):
+        client.set(str(k), json.dumps({"name": f"n{k}", "plan": "p"}))
+    client.config_resetstat()
+    out = tmp_path / "out.json"
+    _run(spark, _lookup_sql(server, out, "LEFT JOIN", count=3000), tmp_path / "state")
+    counts = lookup_counts("customers")
+    assert counts is not None and counts.rows == 3000 and counts.cache_hits > 0, counts
+    stats = client.info("stats")
+    assert counts.keys - counts.cache_hits == stats["keyspace_hits"] + stats["keyspace_misses"]
 
 
 @pytest.mark.parametrize(
@@ -284,3 +306,58 @@ def test_lookup_joins_that_cannot_work_are_refused(
         )
     text = "\n".join(d.message for d in caught.value.diagnostics)
     assert message in text, text
+
+
+@pytest.mark.parametrize("bad_data", ["fail", "drop"])
+def test_a_value_that_is_not_json_follows_bad_data(
+    spark: SparkSession, server: RedisServer, client: Any, tmp_path: Path, bad_data: str
+) -> None:
+    """Key 2's value is not JSON: ``'fail'`` fails the job naming the table, Redis and the key;
+    ``'drop'`` takes the key as having no value, so an inner join drops its rows as it does a
+    missing key's (3)."""
+    client.set("0", json.dumps({"name": "ann", "plan": "pro"}))
+    client.set("1", json.dumps({"name": "bob", "plan": None}))
+    client.set("2", "ann; pro")
+    out = tmp_path / "out.json"
+    sql = _lookup_sql(server, out, "JOIN", f", bad_data = '{bad_data}'")
+    if bad_data == "fail":
+        with pytest.raises(
+            JobFailedError,
+            match=r"bad data in table 'customers' \(redis key '2', json\): could not decode "
+            r"ann; pro",
+        ):
+            _run(spark, sql, tmp_path / "state")
+        return
+    _run(spark, sql, tmp_path / "state")
+    assert sorted(r["k"] for r in json_lines(out)) == ["0", "0", "1", "1"]
+
+
+def test_a_value_changed_mid_run_is_read_once_its_cached_record_expires(
+    spark: SparkSession, server: RedisServer, client: Any, tmp_path: Path
+) -> None:
+    """A running pipeline (an impulse source at a rate, never ending) sees a key's new value
+    once the record it cached (``lookup.cache.ttl``) has expired."""
+    client.set("0", json.dumps({"name": "old", "plan": "p"}))
+    out = tmp_path / "out.json"
+    sql = (
+        "CREATE TABLE src WITH (connector = 'impulse', event_rate = '20');\n"
+        "CREATE TEMPORARY TABLE customers (id TEXT METADATA FROM 'key' PRIMARY KEY, name TEXT, "
+        f"plan TEXT) WITH (connector = 'redis', format = 'json', {server.options()}, "
+        "'lookup.cache.ttl' = '1 second');\n"
+        f"CREATE TABLE out WITH (connector = 'single_file', path = '{out}', type = 'sink', "
+        "format = 'json');\n"
+        "INSERT INTO out SELECT counter, c.name FROM src "
+        "JOIN customers AS c ON CAST(src.counter * 0 AS TEXT) = c.id;"
+    )
+    runner = start(spark, sql, tmp_path / "state")
+
+    def names() -> list[str]:
+        return [r["name"] for r in json_lines(out)]
+
+    try:
+        wait_until("rows with the old value", lambda: "old" in names(), timeout=120)
+        client.set("0", json.dumps({"name": "new", "plan": "p"}))
+        wait_until("rows with the new value", lambda: "new" in names(), timeout=60)
+    finally:
+        stop(runner)
+    assert set(names()) == {"old", "new"}

@@ -23,6 +23,8 @@ from arroyo.store import (
     Conflict,
     ConnectionProfile,
     ConnectionProfileId,
+    ConnectionTable,
+    ConnectionTableId,
     DatabaseUrlError,
     Job,
     JobConfig,
@@ -624,6 +626,71 @@ async def test_delete_connection_profile(database_url: str) -> None:
         assert await code_of(gone) == "not_found"
         # The name is free again.
         await store.create_connection_profile(replace(profile(3), name="cluster 1"))
+
+
+# connection tables
+
+
+def table(n: int, *, profile_id: str | None = "cp_1", created_at: int = 0) -> ConnectionTable:
+    return ConnectionTable(
+        id=ConnectionTableId(f"ct_{n}"),
+        name=f"table_{n}",
+        connector="kafka",
+        table_type="source",
+        profile_id=None if profile_id is None else ConnectionProfileId(profile_id),
+        config={"topic": "it's $1", "source.offset": "earliest"},
+        schema={"format": "json", "fields": [{"name": "id", "type": "int64"}]},
+        created_at=created_at or 1_700_000_000_000_000 + n,
+    )
+
+
+async def test_connection_tables_round_trip_page_newest_first_and_delete(
+    database_url: str,
+) -> None:
+    async with opened(database_url) as store:
+        await store.create_connection_profile(profile(1))
+        for n in (1, 2, 3):
+            await store.create_connection_table(table(n, profile_id=None if n == 2 else "cp_1"))
+        assert await store.list_connection_tables() == [
+            table(3),
+            table(2, profile_id=None),
+            table(1),
+        ]
+        assert await store.list_connection_tables(1) == [table(3)]
+        page = await store.list_connection_tables(5, ConnectionTableId("ct_3"))
+        assert page == [table(2, profile_id=None), table(1)]
+        assert await code_of(store.list_connection_tables(1, ConnectionTableId("ct_9"))) == (
+            "not_found"
+        )
+        assert await store.get_connection_table(ConnectionTableId("ct_1")) == table(1)
+        assert await store.get_connection_table(ConnectionTableId("ct_9")) is None
+        await store.delete_connection_table(ConnectionTableId("ct_1"))
+        assert await code_of(store.delete_connection_table(ConnectionTableId("ct_1"))) == (
+            "not_found"
+        )
+
+
+async def test_a_connection_table_needs_a_free_name_and_a_profile_that_exists(
+    database_url: str,
+) -> None:
+    async with opened(database_url) as store:
+        await store.create_connection_profile(profile(1))
+        await store.create_connection_table(table(1))
+        taken = store.create_connection_table(replace(table(2), name="table_1"))
+        assert await code_of(taken) == "conflict"
+        missing = store.create_connection_table(table(3, profile_id="cp_9"))
+        assert await code_of(missing) == "not_found"
+        assert await store.list_connection_tables() == [table(1)]
+
+
+async def test_a_profile_a_connection_table_uses_is_not_deleted(database_url: str) -> None:
+    async with opened(database_url) as store:
+        await store.create_connection_profile(profile(1))
+        await store.create_connection_table(table(1))
+        with pytest.raises(Conflict, match="used by connection tables: table_1"):
+            await store.delete_connection_profile(ConnectionProfileId("cp_1"))
+        await store.delete_connection_table(ConnectionTableId("ct_1"))
+        await store.delete_connection_profile(ConnectionProfileId("cp_1"))
 
 
 # opening

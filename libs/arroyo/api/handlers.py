@@ -20,9 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import secrets
-import string
-import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any
 
@@ -31,6 +28,8 @@ from aiohttp import web
 from pydantic import BaseModel, ValidationError
 
 from arroyo.api import models as m
+from arroyo.api.connection_table_handlers import ConnectionTableHandlers
+from arroyo.api.connection_tables import statement
 from arroyo.api.errors import (
     BadRequestError,
     InvalidQueryError,
@@ -39,6 +38,7 @@ from arroyo.api.errors import (
     StateConflictError,
     from_rpc,
 )
+from arroyo.api.ids import new_id, now_micros
 from arroyo.api.readiness import Readiness
 from arroyo.api.routing import EVENT_STREAM, Call, describe
 from arroyo.connectors import CONNECTORS, AnyConnector, ConnectorError, connector
@@ -73,20 +73,9 @@ JOBS_CHANGED_TIMEOUT_S = 2.0
 CONTROLLER_TIMEOUT_S = 5.0
 # Seconds without an output event after which the event stream gets a comment line.
 KEEPALIVE_S = 15.0
-_ID_ALPHABET = string.ascii_lowercase + string.digits
-_ID_LENGTH = 12
 
 
-def new_id(prefix: str) -> str:
-    """``<prefix>_`` and 12 random lowercase letters and digits (~62 bits)."""
-    return f"{prefix}_{''.join(secrets.choice(_ID_ALPHABET) for _ in range(_ID_LENGTH))}"
-
-
-def now_micros() -> int:
-    return time.time_ns() // 1000
-
-
-class Api:
+class Api(ConnectionTableHandlers):
     """The handlers of every route, over one store and one client per service.
 
     Made by ``arroyo.api.app.create_app`` on the event loop that serves it; holds no state of
@@ -431,14 +420,26 @@ class Api:
                 f"{self._compiler_wait_s:g} s (it may still be starting; GET /api/v1/status "
                 "shows each service's state)"
             )
-        # Every profile, not only those the query names: finding those would mean parsing the
-        # SQL here, and there are few.
+        # Every profile and saved table, not only those the query names: finding those would
+        # mean parsing the SQL here, and there are few.
+        saved_profiles = await self._store.list_connection_profiles()
         profiles = [
             compiler_pb2.ConnectionProfile(name=p.name, connector=p.connector, config=p.config)
-            for p in await self._store.list_connection_profiles()
+            for p in saved_profiles
+        ]
+        names = {p.id: p.name for p in saved_profiles}
+        tables = [
+            compiler_pb2.ConnectionTable(
+                name=t.name, ddl=statement(t, names.get(t.profile_id) if t.profile_id else None)
+            )
+            for t in await self._store.list_connection_tables()
         ]
         request = compiler_pb2.CompileRequest(
-            query=query, udfs=udfs, parallelism=parallelism, connection_profiles=profiles
+            query=query,
+            udfs=udfs,
+            parallelism=parallelism,
+            connection_profiles=profiles,
+            connection_tables=tables,
         )
         try:
             # wait_for_ready: a compiler restarting between the check and this call is waited
@@ -776,6 +777,7 @@ def _sample(s: controller_pb2.MetricsSample) -> m.MetricsSample:
                 state_rows=o.state_rows,
                 state_bytes=o.state_bytes,
                 dropped_bad_records=o.dropped_bad_records,
+                dropped_overflow_messages=o.dropped_overflow_messages,
                 # 0 in the message: no watermark yet.
                 watermark_micros=o.watermark_micros or None,
             )

@@ -136,6 +136,85 @@ class ConnectionTestRequest(_Request):
     config: dict[str, str] = Field(default_factory=dict)
 
 
+class SchemaField(_Request):
+    """A column of a saved table, as Arroyo's ``SourceField``: its ``type`` is one of
+    Arroyo's field types (``int32``, ``int64``, ``uint32``, ``uint64``, ``f32``, ``f64``,
+    ``bool``, ``string``, ``bytes``, ``timestamp`` with a ``unit``, ``json``, ``struct`` with
+    ``fields``, ``list`` with ``items``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str = Field(min_length=1)
+    type: str
+    required: bool = False
+    unit: str | None = Field(default=None, description="a timestamp's: second ... nanosecond")
+    fields: list[SchemaField] | None = Field(default=None, description="a struct's")
+    items: SchemaField | None = Field(default=None, description="a list's")
+    metadata_key: str | None = Field(
+        default=None, alias="metadataKey", description="METADATA FROM this key"
+    )
+    sql_name: str | None = Field(
+        default=None, alias="sqlName", description="ignored: the type's SQL name, as returned"
+    )
+
+
+class SchemaDefinition(_Request):
+    """The schema a table's fields are read from: ``json_schema``, ``avro_schema`` or
+    ``protobuf_schema`` (Arroyo's camelCase names are taken too)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    type: str
+    schema_: str = Field(alias="schema", description="the schema's text")
+    dependencies: dict[str, str] = Field(default_factory=dict)
+
+
+class ConnectionSchemaIn(_Request):
+    """A saved table's schema, as Arroyo's ``ConnectionSchema``: ``format`` a name, or
+    Arroyo's ``{"json": {options}}``; ``bad_data`` ``fail`` or ``drop`` (or ``{"drop": {}}``);
+    ``framing`` ``newline`` (or ``{"method": {"newline": {"maxLineLength": n}}}``); the
+    columns as ``fields``, or a ``definition`` they are read from."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    format: str | dict[str, dict[str, Any] | None] | None = None
+    bad_data: str | dict[str, Any] | None = Field(default=None, alias="badData")
+    framing: str | dict[str, Any] | None = None
+    fields: list[SchemaField] = Field(default_factory=list)
+    definition: SchemaDefinition | None = None
+    inferred: bool | None = None
+    primary_keys: list[str] = Field(default_factory=list, alias="primaryKeys")
+
+
+class CreateConnectionTableRequest(_Request):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    name: str = Field(
+        min_length=1,
+        max_length=255,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="unique; queries read or write the table by this name",
+    )
+    connector: str = Field(description="a connector (GET /connectors)")
+    connection_profile_id: str | None = Field(
+        default=None,
+        alias="connectionProfileId",
+        description="a saved profile of the connector whose settings the table takes",
+    )
+    config: dict[str, str | int | float | bool] = Field(
+        default_factory=dict,
+        description="the table's options as the SQL names them (type = source or sink)",
+    )
+    schema_: ConnectionSchemaIn | None = Field(default=None, alias="schema")
+
+
+class ListConnectionTablesQuery(_Request):
+    limit: int = Field(default=DEFAULT_PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE)
+    starting_after: str | None = Field(
+        default=None, description="the last connection table id of the previous page"
+    )
+
+
 # responses
 
 
@@ -325,6 +404,9 @@ class OperatorMetrics(_Response):
     state_rows: int = Field(description="rows in keyed state; -1: not counted (RocksDB)")
     state_bytes: int
     dropped_bad_records: int
+    dropped_overflow_messages: int = Field(
+        0, description="messages a source discarded past its buffer's bound"
+    )
     watermark_micros: int | None
 
 
@@ -377,3 +459,43 @@ class ConnectorOut(_Response):
 
 class ConnectorList(_Response):
     data: list[ConnectorOut]
+
+
+class ConnectionSchemaOut(_Response):
+    format: str | None
+    format_options: dict[str, str] = Field(description="the format's options, unprefixed")
+    bad_data: str | None
+    framing: str | None
+    framing_max_line_length: int | None
+    fields: list[dict[str, Any]] = Field(
+        description="Arroyo's SourceFields, each with its sql_name; from the definition "
+        "where one was given"
+    )
+    definition: dict[str, Any] | None
+    inferred: bool = Field(description="a sink without fields: it takes the query's columns")
+    primary_keys: list[str]
+
+
+class ConnectionTableOut(_Response):
+    model_config = ConfigDict(frozen=True, serialize_by_alias=True)
+
+    id: str
+    name: str
+    connector: str
+    table_type: str = Field(description="source | sink")
+    connection_profile: ConnectionProfileOut | None
+    config: dict[str, str] = Field(description=f"its options; secret ones read {REDACTED!r}")
+    schema_: ConnectionSchemaOut = Field(alias="schema")
+    created_at: int
+
+
+class ConnectionTablePage(_Response):
+    data: list[ConnectionTableOut] = Field(description="newest first")
+    has_more: bool
+
+
+class ConnectionAutocomplete(_Response):
+    values: dict[str, list[str]] = Field(
+        description="what the profile's system lists, by the option it fills: topic, "
+        "stream, subject..."
+    )

@@ -12,6 +12,7 @@ from arroyo.api.routing import EVENT_STREAM, Route
 _PIPELINE = "/pipelines/{pipeline_id}"
 _JOB = _PIPELINE + "/jobs/{job_id}"
 _PROFILE = "/connection_profiles/{profile_id}"
+_TABLE = "/connection_tables/{table_id}"
 
 ROUTES: tuple[Route[Api, Any], ...] = (
     Route("GET", "/ping", Api.ping, "Check that the api is up", "meta", response=m.Pong),
@@ -189,8 +190,73 @@ ROUTES: tuple[Route[Api, Any], ...] = (
         "DELETE",
         _PROFILE,
         Api.delete_connection_profile,
-        "Delete a connection profile",
+        "Delete a connection profile no connection table uses",
         "connections",
+        status=204,
+        errors=(409,),
+    ),
+    Route(
+        "GET",
+        _PROFILE + "/autocomplete",
+        Api.autocomplete_connection_profile,
+        "List what a profile's system holds: topics, streams, subjects",
+        "connections",
+        response=m.ConnectionAutocomplete,
+        errors=(502,),
+    ),
+    # Before the {table_id} routes, so "test" and "schemas" are never taken for an id.
+    Route(
+        "POST",
+        "/connection_tables/test",
+        Api.test_connection_table,
+        "Test a connection table without saving it (server-sent events)",
+        "connection_tables",
+        body=m.CreateConnectionTableRequest,
+        content_type=EVENT_STREAM,
+    ),
+    Route(
+        "POST",
+        "/connection_tables/schemas/test",
+        Api.test_schema,
+        "Check a connection table's schema",
+        "connection_tables",
+        body=m.ConnectionSchemaIn,
+        response=m.ConnectionSchemaOut,
+    ),
+    Route(
+        "POST",
+        "/connection_tables",
+        Api.create_connection_table,
+        "Save a connection table that queries name without CREATE TABLE",
+        "connection_tables",
+        body=m.CreateConnectionTableRequest,
+        response=m.ConnectionTableOut,
+        status=201,
+        errors=(409,),
+    ),
+    Route(
+        "GET",
+        "/connection_tables",
+        Api.list_connection_tables,
+        "List connection tables, a page at a time",
+        "connection_tables",
+        query=m.ListConnectionTablesQuery,
+        response=m.ConnectionTablePage,
+    ),
+    Route(
+        "GET",
+        _TABLE,
+        Api.get_connection_table,
+        "Get a connection table",
+        "connection_tables",
+        response=m.ConnectionTableOut,
+    ),
+    Route(
+        "DELETE",
+        _TABLE,
+        Api.delete_connection_table,
+        "Delete a connection table",
+        "connection_tables",
         status=204,
     ),
 )

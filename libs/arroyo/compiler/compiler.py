@@ -22,6 +22,7 @@ from arroyo.connectors.base import ConnectionProfile
 from arroyo.connectors.stage import STAGE_CONNECTOR
 from arroyo.errors import ArroyoError, Diagnostic, PlanningError
 from arroyo.program.spec import PipelineProgram
+from arroyo.sql.planner.delivery import replay_warnings
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import compiler_pb2 as pb
 
@@ -93,9 +94,11 @@ class Compiler:
         udfs: str,
         parallelism: int,
         profiles: Iterable[pb.ConnectionProfile] = (),
+        saved: Iterable[pb.ConnectionTable] = (),
     ) -> pb.CompileResponse:
         """Blocking (Spark analysis): call it from a thread. ``profiles`` are those a table may
-        name with ``connection_profile``; a name given twice takes the last."""
+        name with ``connection_profile``, ``saved`` the saved connection tables a query may
+        name without declaring them; a name given twice takes the last."""
         from arroyo.engine.catalog import spark_planner
         from arroyo.udfs import load
 
@@ -113,6 +116,7 @@ class Compiler:
                         state_dir=Path(tmp),
                         udfs=library,
                         profiles=by_name,
+                        saved_tables={t.name: t.ddl for t in saved},
                     )
                     program = planner.plan(query)
             except PlanningError as err:
@@ -136,7 +140,11 @@ class Compiler:
             if t.connector != STAGE_CONNECTOR  # internal: the pipeline's own
         ]
         return pb.CompileResponse(
-            program_json=program.to_json(), nodes=nodes, edges=edges, tables=tables
+            program_json=program.to_json(),
+            nodes=nodes,
+            edges=edges,
+            tables=tables,
+            warnings=[w.message for w in replay_warnings(program)],
         )
 
     def validate_udfs(self, udfs: str) -> pb.ValidateUdfsResponse:

@@ -15,32 +15,44 @@ from arroyo.connectors.base import (
     WriteContext,
 )
 from arroyo.connectors.blackhole import BlackholeConnector
+from arroyo.connectors.confluent import ConfluentConnector
 from arroyo.connectors.delta import DeltaConnector
 from arroyo.connectors.filesystem import FilesystemConnector
 from arroyo.connectors.iceberg import IcebergConnector
 from arroyo.connectors.impulse import ImpulseConnector
 from arroyo.connectors.kafka import KafkaConnector
+from arroyo.connectors.kinesis import KinesisConnector
 from arroyo.connectors.mqtt import MqttConnector
 from arroyo.connectors.nats import NatsConnector
 from arroyo.connectors.nexmark import NexmarkConnector
+from arroyo.connectors.polling_http import PollingHttpConnector
 from arroyo.connectors.rabbitmq import RabbitmqConnector
 from arroyo.connectors.redis import RedisConnector
 from arroyo.connectors.single_file import SingleFileConnector
+from arroyo.connectors.sse import SseConnector
 from arroyo.connectors.stage import StageConnector
 from arroyo.connectors.stdout import StdoutConnector
+from arroyo.connectors.webhook import WebhookConnector
+from arroyo.connectors.websocket import WebsocketConnector
 
 CONNECTORS: tuple[AnyConnector, ...] = (
     ImpulseConnector(),
     NexmarkConnector(),
     KafkaConnector(),
+    ConfluentConnector(),
     MqttConnector(),
     NatsConnector(),
     RabbitmqConnector(),
+    KinesisConnector(),
+    SseConnector(),
+    WebsocketConnector(),
+    PollingHttpConnector(),
     SingleFileConnector(),
     FilesystemConnector(),
     DeltaConnector(),
     IcebergConnector(),
     RedisConnector(),
+    WebhookConnector(),
     StdoutConnector(),
     BlackholeConnector(),
 )

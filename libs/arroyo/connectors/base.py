@@ -89,8 +89,10 @@ class Capabilities:
       for each micro-batch's rows, ``Connector.lookup``).
     - ``bounded``: whether its source's input ends (``per_table``: ``Connector.bounded`` says).
     - ``replayable``: its source gives the same rows again for a checkpoint's offsets, so a
-      replayed micro-batch reads what the first attempt read (exactly once with a sink that
-      is). A source that cannot replay says so here and in its docstring.
+      replayed micro-batch reads what the first attempt read, and loses nothing sent while
+      the pipeline is down (exactly once with a sink that is). A source that cannot replay
+      says so here and in its docstring; one whose options choose (``Connector.replayable``
+      gives a table's) declares the strongest and says in its docstring which cannot.
     - ``delivery``: the strongest guarantee of its sink (``Connector.delivery`` gives a table's,
       where options choose); None for a connector without a sink.
     - ``needs_format``: rows cross it as records of the table's format: its source gives a
@@ -282,6 +284,12 @@ class Connector(ABC, Generic[OptionsT, ConnectionT]):
         """Whether a source table with these options ends (``Capabilities.bounded``)."""
         return self.capabilities.bounded == "always"
 
+    def replayable(self, options: OptionsT) -> bool:
+        """Whether a source table with these options replays its input
+        (``Capabilities.replayable``). Called by the planner, which warns where one that
+        cannot feeds an exactly-once sink (arroyo.sql.planner.delivery)."""
+        return self.capabilities.replayable
+
     def expected_rows(self, options: OptionsT, parallelism: int) -> int | None:
         """How many rows a source table with these options reads, where its options say so (a
         bounded generator's count); None where unknown or unbounded."""
@@ -323,6 +331,21 @@ class Connector(ABC, Generic[OptionsT, ConnectionT]):
         was found; raise ``ConnectorError`` naming what failed. Called by the api, off its
         event loop, for ``POST /connection_profiles/test``."""
         raise ConnectorError(f"connector '{self.name}' has no connection to test")
+
+    def autocomplete(self, settings: ConnectionT) -> dict[str, list[str]]:
+        """What the system a connection profile's ``settings`` point at can list for a
+        table's options, by option (``{"topic": [...]}``); empty where it cannot say. Called
+        by the api, off its event loop, for ``GET /connection_profiles/{id}/autocomplete``;
+        raises ``ConnectorError`` naming what failed."""
+        return {}
+
+    def sample(self, options: OptionsT, count: int, timeout_s: float) -> list[bytes] | None:
+        """Up to ``count`` of the newest records a source table with these options would read,
+        as their payloads, waiting at most about ``timeout_s``; None where the connector cannot
+        sample its system. Called by the api, off its event loop, for ``POST
+        /connection_tables/test``; raises ``ConnectorError`` naming what failed. Must not
+        change what the system holds (no consumer group offsets committed)."""
+        return None
 
     def read(self, ctx: ReadContext, table: TableSpec, options: OptionsT) -> DataFrame:
         raise ConnectorError(f"connector '{self.name}' cannot be read from")

@@ -90,10 +90,15 @@ def spark_planner(
     state_dir: Path | None = None,
     udfs: UdfLibrary | None = None,
     profiles: Mapping[str, ConnectionProfile] | None = None,
+    saved_tables: Mapping[str, str] | None = None,
 ) -> Planner:
     """A Planner that analyses in ``spark`` (no query runs, no external system is contacted);
     sources keep what they write while planning under ``state_dir``."""
     settings = build.BuildSettings(state_dir or _PLANNING_STATE_DIR, parallelism, planning=True)
     return Planner(
-        SparkCatalog(spark, settings), parallelism=parallelism, udfs=udfs, profiles=profiles
+        SparkCatalog(spark, settings),
+        parallelism=parallelism,
+        udfs=udfs,
+        profiles=profiles,
+        saved_tables=saved_tables,
     )

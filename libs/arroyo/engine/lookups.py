@@ -7,7 +7,7 @@ The function is an Arrow UDF: each call gets a batch of keys (thousands of rows 
 partition), asks the connector's lookup for the distinct ones it has not cached, in one batch,
 and gives each row its record (null: no such key). Records are cached per Python worker process,
 up to ``lookup.cache.max_bytes`` (0: no cache), each for ``lookup.cache.ttl`` (unset: until
-evicted); a miss is cached too.
+evicted); a miss is cached too. How the keys were answered is counted (``lookup_counts``).
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ from __future__ import annotations
 import time
 import uuid
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from arroyo.program.names import lookup_function, quote_name
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.accumulators import Accumulator
     from pyspark.sql import SparkSession
 
     from arroyo.connectors.base import AnyConnector, KeyLookup
@@ -71,14 +73,64 @@ def _weight(key: str, value: str | bytes | None) -> int:
 _CACHES: dict[str, RecordCache] = {}
 
 
+@dataclass(frozen=True, slots=True)
+class LookupCounts:
+    """How one run's lookups of a table were answered, summed over its Python workers: ``rows``
+    with a key, ``keys`` asked of the cache (each distinct key of an Arrow batch once) and the
+    ``cache_hits`` among them; the other ``keys - cache_hits`` were read from the connector."""
+
+    rows: int
+    keys: int
+    cache_hits: int
+
+    @property
+    def hit_rate(self) -> float:
+        return self.cache_hits / self.keys if self.keys else 0.0
+
+
+class LookupCounters:
+    """The Spark accumulators behind ``LookupCounts``: made on the driver, pickled with the
+    lookup to the Python workers. A task's additions reach the driver when the task ends (before
+    its micro-batch commits); a retried task's are counted again."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        context = spark.sparkContext
+        self.rows: Accumulator[int] = context.accumulator(0)
+        self.keys: Accumulator[int] = context.accumulator(0)
+        self.cache_hits: Accumulator[int] = context.accumulator(0)
+
+    def counts(self) -> LookupCounts:
+        """On the driver only (Spark refuses to read an accumulator in a task)."""
+        return LookupCounts(self.rows.value, self.keys.value, self.cache_hits.value)
+
+
+# The counters of each lookup table's latest registration on this driver, by table name.
+_COUNTERS: dict[str, LookupCounters] = {}
+
+
+def lookup_counts(table: str) -> LookupCounts | None:
+    """How the lookups of ``table`` by the pipeline run last registered in this process were
+    answered so far (None: no such lookup table). Called on the driver, e.g. by benchmarks."""
+    counters = _COUNTERS.get(table)
+    return None if counters is None else counters.counts()
+
+
 class Lookup:
     """The UDF's work: pickled to the Python workers, which keep its cache (``_CACHES``)."""
 
-    def __init__(self, ident: str, fetch: KeyLookup, max_bytes: int, ttl_s: float | None) -> None:
+    def __init__(
+        self,
+        ident: str,
+        fetch: KeyLookup,
+        max_bytes: int,
+        ttl_s: float | None,
+        counters: LookupCounters,
+    ) -> None:
         self.ident = ident
         self.fetch = fetch
         self.max_bytes = max_bytes
         self.ttl_s = ttl_s
+        self.counters = counters
 
     def __call__(self, keys: pa.Array) -> pa.Array:
         import pyarrow as pa
@@ -102,6 +154,9 @@ class Lookup:
             for key, value in zip(missing, self.fetch(missing), strict=True):
                 found[key] = value
                 cache.put(key, value)
+        self.counters.rows.add(len(given) - keys.null_count)
+        self.counters.keys.add(len(found))
+        self.counters.cache_hits.add(len(found) - len(missing))
         out = [None if k is None else found[k] for k in given]
         text = [v.decode("utf-8", "replace") if isinstance(v, bytes) else v for v in out]
         return pa.array(text, pa.string())
@@ -116,7 +171,8 @@ def register_key_lookup(
 
     max_bytes, ttl_s = conn.lookup_cache(options)
     ident = f"{table.name}:{uuid.uuid4().hex}"  # a new cache for each run of the pipeline
-    lookup = Lookup(ident, conn.lookup(table, options), max_bytes, ttl_s)
+    counters = _COUNTERS[table.name] = LookupCounters(spark)
+    lookup = Lookup(ident, conn.lookup(table, options), max_bytes, ttl_s, counters)
 
     def look(keys: pa.Array) -> pa.Array:
         return lookup(keys)

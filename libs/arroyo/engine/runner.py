@@ -51,7 +51,7 @@ from arroyo.engine.session import (
     state_rows_counted,
     temporary_settings,
 )
-from arroyo.errors import JobFailedError
+from arroyo.errors import ErrorDomain, JobFailedError
 from arroyo.program.spec import PipelineProgram, SinkQuery, TableSpec
 from arroyo.udfs import UDF_ERROR
 from arroyo.udfs import load as load_udfs
@@ -77,6 +77,10 @@ class Progress:
     dropped_by_table: dict[str, dict[str, int]] = field(default_factory=dict)
     # Files a source skipped as unreadable under bad_data = 'drop' (a corrupt Parquet file).
     dropped_files: set[str] = field(default_factory=set)
+    # Messages a source discarded past its buffer's bound (``buffer.overflow = 'drop'``),
+    # counted once per table as bad records are.
+    dropped_overflow_messages: int = 0
+    overflow_by_table: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +102,7 @@ class BatchReport:
     state_rows: int
     state_bytes: int
     dropped_bad_records: int
+    dropped_overflow_messages: int = 0
 
 
 @dataclass
@@ -380,7 +385,7 @@ class PipelineRunner:
                     sink=w.spec.sink.name,
                     causes=[c.splitlines()[0][:300] for c in causes],
                 )
-                raise JobFailedError(_user_message(causes)) from error
+                raise _job_failed(causes) from error
 
     def _await_progress(self, seconds: float) -> None:
         self._progress.wait(seconds)
@@ -415,7 +420,7 @@ class PipelineRunner:
         if p.stateOperators:
             w.stateful = True
         watermark = (p.eventTime or {}).get("watermark")
-        dropped = 0
+        dropped = overflowed = 0
         if w.ended_sources >= w.sources and is_end_of_time(watermark):
             w.flushed = True
         if w.ends_by_offsets and offsets_ended(s.endOffset for s in p.sources or []):
@@ -430,20 +435,31 @@ class PipelineRunner:
             values = row.asDict() if hasattr(row, "asDict") else dict(row)
             if source is not None and values.get("eoi"):
                 w.ended_sources.add(source)
-            elif name.startswith("bad_data:"):
+            elif name.startswith(("bad_data:", "overflow:")):
+                kind, table = name.split(":", 1)
                 count = int(values.get("dropped") or 0)
-                by_query = self.progress.dropped_by_table.setdefault(name.split(":", 1)[1], {})
+                tables = self.progress.dropped_by_table
+                if kind == "overflow":
+                    tables = self.progress.overflow_by_table
+                    overflowed += count
+                else:
+                    dropped += count
+                by_query = tables.setdefault(table, {})
                 by_query[w.spec.sink.name] = by_query.get(w.spec.sink.name, 0) + count
-                dropped += count
         self.progress.dropped_bad_records = sum(
             max(by_query.values()) for by_query in self.progress.dropped_by_table.values()
         )
+        self.progress.dropped_overflow_messages = sum(
+            max(by_query.values()) for by_query in self.progress.overflow_by_table.values()
+        )
+        if overflowed:
+            log.warning("source_overflow_dropped", sink=w.spec.sink.name, messages=overflowed)
         self.progress.batches += 1
         self.progress.rows_in += int(p.numInputRows or 0)
         self.progress.rows_per_second = float(p.processedRowsPerSecond or 0.0)
         if watermark and not is_end_of_time(watermark):
             self.progress.watermark = watermark
-        report = _report(w, p, watermark, dropped, self._state_rows_counted)
+        report = _report(w, p, watermark, (dropped, overflowed), self._state_rows_counted)
         for conn, table, options in self._sources:
             conn.source_committed(
                 table_state_dir(self.settings.state_dir, table.name), table, options, report.offsets
@@ -464,10 +480,12 @@ class PipelineRunner:
         is idempotent per batch), so the wait is bounded."""
         deadline = time.monotonic() + _GRACEFUL_STOP_SECONDS
         for w in self._watched:
-            if graceful and w.query.isActive and w.query.status.get("isTriggerActive"):
+            if graceful and _batch_in_flight(w.query):
                 in_flight = w.last_batch
                 while (
-                    w.last_batch == in_flight and w.query.isActive and time.monotonic() < deadline
+                    w.last_batch == in_flight
+                    and _batch_in_flight(w.query)
+                    and time.monotonic() < deadline
                 ):
                     self._await_progress(_POLL_SECONDS)
                     self._poll_progress()
@@ -487,6 +505,15 @@ class PipelineRunner:
             # A sink still writing keeps writing its state through (detached, its last
             # record would stay local, and the replay would find its files unaccounted for).
             detach(self.remote)
+
+
+def _batch_in_flight(query: StreamingQuery) -> bool:
+    """Whether ``query`` is running a batch: a trigger that found new data. A trigger that
+    found none (a source polled between batches) runs no batch, and is not waited for."""
+    if not query.isActive:
+        return False
+    status = query.status
+    return bool(status.get("isTriggerActive") and status.get("isDataAvailable"))
 
 
 # Spark's checks of a query's chain of stateful operators (SinkQuery.unchecked_chain): of one
@@ -511,8 +538,9 @@ def _stateful_chain_checks(spark: SparkSession, enabled: bool) -> Iterator[None]
 
 
 def _report(
-    w: _Watched, p: Any, watermark: str | None, dropped: int, rows_counted: bool
+    w: _Watched, p: Any, watermark: str | None, dropped: tuple[int, int], rows_counted: bool
 ) -> BatchReport:
+    """``dropped``: the batch's bad records and overflowed messages."""
     state_rows = sum(int(op.numRowsTotal or 0) for op in p.stateOperators or [])
     if p.stateOperators and not rows_counted:
         state_rows = -1
@@ -528,11 +556,24 @@ def _report(
         duration_ms=int((p.durationMs or {}).get("triggerExecution") or 0),
         state_rows=state_rows,
         state_bytes=state_bytes,
-        dropped_bad_records=dropped,
+        dropped_bad_records=dropped[0],
+        dropped_overflow_messages=dropped[1],
     )
 
 
 _JVM_SINK_ERROR = "arroyo.files.UploadsSink$SinkError: "
+# Spark's own Python processes failing, not the pipeline: one that did not start within Spark's
+# ten seconds (a machine under load), or one killed (out of memory). A run again from the last
+# checkpoint may well succeed, so the controller restarts the job rather than fail it.
+_TRANSIENT = ("Python worker failed to connect back", "Python worker exited unexpectedly")
+
+
+def _job_failed(causes: list[str]) -> JobFailedError:
+    failure = JobFailedError(_user_message(causes))
+    if any(marker in cause for cause in causes for marker in _TRANSIENT):
+        failure.domain = ErrorDomain.INTERNAL
+        failure.retryable = True
+    return failure
 
 
 def _java_causes(query: StreamingQuery) -> list[str]:

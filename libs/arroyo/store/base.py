@@ -13,6 +13,7 @@ import time
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+from arroyo.store.connection_tables import ConnectionTableQueries
 from arroyo.store.errors import Conflict, NotFound, StoreError
 from arroyo.store.migrations import LATEST_VERSION, MIGRATIONS, SCHEMA_VERSION_TABLE, Dialect
 from arroyo.store.model import (
@@ -100,7 +101,7 @@ def _check_limit(limit: int) -> None:
         raise ValueError(f"limit must be >= 0, got {limit}")
 
 
-class SqlStore(abc.ABC):
+class SqlStore(ConnectionTableQueries, abc.ABC):
     """``model.Store`` over any SQL engine; see that Protocol for the contract of each method."""
 
     dialect: Dialect
@@ -425,6 +426,7 @@ class SqlStore(abc.ABC):
 
     async def delete_connection_profile(self, profile_id: ConnectionProfileId) -> None:
         async with self._transaction(write=True) as tx:
+            await self._refuse_profile_in_use(tx, profile_id)
             deleted = await tx.execute("DELETE FROM connection_profiles WHERE id = $1", profile_id)
         if not deleted:
             raise NotFound(f"connection profile {profile_id} does not exist")

@@ -148,6 +148,25 @@ MIGRATIONS: list[Migration] = [
         )
         """,
     ),
+    Migration(
+        3,
+        """
+        CREATE TABLE connection_tables (
+            id TEXT NOT NULL PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            connector TEXT NOT NULL,
+            -- source | sink
+            table_type TEXT NOT NULL,
+            profile_id TEXT REFERENCES connection_profiles (id),
+            -- {{"option": "value", ...}}, secrets included
+            config_json TEXT NOT NULL,
+            -- the schema as the api expanded it: fields, format, definition
+            schema_json TEXT NOT NULL,
+            created_at BIGINT NOT NULL
+        );
+        CREATE INDEX connection_tables_by_created_at ON connection_tables (created_at, id)
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import NewType, Protocol
+from typing import Any, NewType, Protocol
 
 PipelineId = NewType("PipelineId", str)
 JobId = NewType("JobId", str)
 ConnectionProfileId = NewType("ConnectionProfileId", str)
+ConnectionTableId = NewType("ConnectionTableId", str)
 
 
 class StopMode(enum.StrEnum):
@@ -154,6 +155,23 @@ class ConnectionProfile:
     created_at: int
 
 
+@dataclass(frozen=True, slots=True)
+class ConnectionTable:
+    """A saved table (Arroyo's connection table) that queries read or write by ``name`` with no
+    CREATE TABLE: a connector, its options (``config``, as the SQL names them, secrets
+    included), the profile whose settings they add to, and ``schema``, the api's expanded
+    connection schema (its fields, format, bad data and framing) as JSON."""
+
+    id: ConnectionTableId
+    name: str  # unique
+    connector: str
+    table_type: str  # source | sink
+    profile_id: ConnectionProfileId | None
+    config: dict[str, str]
+    schema: dict[str, Any]
+    created_at: int
+
+
 class Store(Protocol):
     """The control plane's database. One implementation per engine (SQLite, PostgreSQL), one
     schema and one list of migrations for both.
@@ -252,5 +270,25 @@ class Store(Protocol):
     async def get_connection_profile_by_name(self, name: str) -> ConnectionProfile | None: ...
 
     async def delete_connection_profile(self, profile_id: ConnectionProfileId) -> None:
-        """Pipelines compiled with it keep the settings they were compiled with."""
+        """Pipelines compiled with it keep the settings they were compiled with. Raises
+        ``arroyo.store.Conflict`` naming the connection tables that use it."""
+        ...
+
+    # connection tables (the api)
+    async def create_connection_table(self, table: ConnectionTable) -> None:
+        """Raises ``arroyo.store.Conflict`` when a table of that name (or id) exists, and
+        ``arroyo.store.NotFound`` when its profile does not."""
+        ...
+
+    async def list_connection_tables(
+        self, limit: int | None = None, starting_after: ConnectionTableId | None = None
+    ) -> list[ConnectionTable]:
+        """Newest first; ``limit`` None: every one. ``starting_after`` is the last id of the
+        previous page (NotFound when it names no table)."""
+        ...
+
+    async def get_connection_table(self, table_id: ConnectionTableId) -> ConnectionTable | None: ...
+
+    async def delete_connection_table(self, table_id: ConnectionTableId) -> None:
+        """Pipelines compiled with it keep the table as it was when they were compiled."""
         ...

@@ -6,5 +6,6 @@
 
 What they share: ``arroyo.testing.ports`` hands out their free ports (one registry for every
 process of the machine's user), ``arroyo.testing.processes`` stops their processes and reads
-their logs.
+their logs, ``arroyo.testing.certificates`` makes the CA and certificates of their TLS
+listeners.
 """

@@ -8,13 +8,15 @@ the JVM and returns once the broker answers metadata requests; it listens on 127
 
 - PLAINTEXT at ``bootstrap_servers``,
 - SASL_PLAINTEXT with mechanism PLAIN at ``sasl_bootstrap_servers`` (``users``: name -> password),
+- SASL_SSL with mechanism PLAIN, as Confluent Cloud takes logins, at ``sasl_ssl_bootstrap_servers``
+  (a certificate for 127.0.0.1 signed by a local CA whose certificate is ``ca_file``),
 - CONTROLLER (the KRaft quorum, not for clients).
 
 Everything the broker writes stays under ``data_dir``: ``server.properties``, the log segments
-(``kafka-logs/``) and the JVM's output (``broker.log``). Settings suit one node: replication
-factor 1 everywhere, topics auto-created with one partition, no initial rebalance delay, one
-partition for the offsets and transaction state topics (they are created on first use, and 50
-partitions each cost seconds on a small machine).
+(``kafka-logs/``), the certificates (``tls/``) and the JVM's output (``broker.log``). Settings
+suit one node: replication factor 1 everywhere, topics auto-created with one partition, no
+initial rebalance delay, one partition for the offsets and transaction state topics (they are
+created on first use, and 50 partitions each cost seconds on a small machine).
 
 From a shell, ``python -m arroyo.testing.kafka [--port 9092] [--dir DIR]`` runs one in the
 foreground until Ctrl-C or SIGTERM.
@@ -43,6 +45,7 @@ from arroyo.engine.jars import retrieve
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.filelock import file_lock
 from arroyo.testing import processes
+from arroyo.testing.certificates import Certificates, write_certificates
 from arroyo.testing.ports import free_port
 
 KAFKA_VERSION = "4.1.1"
@@ -66,6 +69,7 @@ _JVM_OPTIONS = (
     "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",
 )
 _LOGS = "kafka-logs"
+_TLS = "tls"
 _client_log = logging.getLogger("arroyo.testing.kafka.client")
 
 Isolation = Literal["read_uncommitted", "read_committed"]
@@ -141,12 +145,14 @@ class KafkaBroker:
         *,
         port: int,
         sasl_port: int,
+        sasl_ssl_port: int,
         controller_port: int,
         users: dict[str, str],
     ) -> None:
         self.data_dir = data_dir
         self.port = port
         self.sasl_port = sasl_port
+        self.sasl_ssl_port = sasl_ssl_port
         self.controller_port = controller_port
         self.users = dict(users)
         self._process: subprocess.Popen[bytes] | None = None
@@ -158,6 +164,7 @@ class KafkaBroker:
         *,
         port: int | None = None,
         sasl_port: int | None = None,
+        sasl_ssl_port: int | None = None,
         users: dict[str, str] | None = None,
         timeout: float = START_TIMEOUT_S,
     ) -> KafkaBroker:
@@ -178,6 +185,7 @@ class KafkaBroker:
             data_dir.resolve(),
             port=port or free_port(),
             sasl_port=sasl_port or free_port(),
+            sasl_ssl_port=sasl_ssl_port or free_port(),
             controller_port=free_port(),
             users=users,
         )
@@ -195,6 +203,16 @@ class KafkaBroker:
         return f"127.0.0.1:{self.sasl_port}"
 
     @property
+    def sasl_ssl_bootstrap_servers(self) -> str:
+        """The SASL_SSL (PLAIN) listener, ``127.0.0.1:PORT``."""
+        return f"127.0.0.1:{self.sasl_ssl_port}"
+
+    @property
+    def ca_file(self) -> Path:
+        """The PEM certificate of the CA that signed the SASL_SSL listener's certificate."""
+        return self.data_dir / _TLS / "ca.pem"
+
+    @property
     def log_path(self) -> Path:
         """The JVM's stdout and stderr, appended to across restarts."""
         return self.data_dir / "broker.log"
@@ -203,15 +221,21 @@ class KafkaBroker:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
-    def sasl_config(self, username: str, password: str) -> dict[str, str]:
-        """librdkafka settings for a client of the SASL listener as ``username``."""
-        return {
+    def sasl_config(self, username: str, password: str, *, tls: bool = False) -> dict[str, str]:
+        """librdkafka settings for a client of the SASL listener as ``username``; ``tls``: of
+        the SASL_SSL one, trusting ``ca_file``."""
+        config = {
             "bootstrap.servers": self.sasl_bootstrap_servers,
             "security.protocol": "SASL_PLAINTEXT",
             "sasl.mechanisms": "PLAIN",
             "sasl.username": username,
             "sasl.password": password,
         }
+        if tls:
+            config["bootstrap.servers"] = self.sasl_ssl_bootstrap_servers
+            config["security.protocol"] = "SASL_SSL"
+            config["ssl.ca.location"] = str(self.ca_file)
+        return config
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
         """SIGTERM (a clean shutdown, logs flushed), then SIGKILL if the JVM is still there after
@@ -433,28 +457,29 @@ class KafkaBroker:
             **(settings or {}),
         }
 
-    def _properties(self) -> str:
+    def _properties(self, tls: Certificates) -> str:
         jaas = " ".join(f'user_{name}="{password}"' for name, password in self.users.items())
+        login = f"org.apache.kafka.common.security.plain.PlainLoginModule required {jaas};"
         settings = {
             "process.roles": "broker,controller",
             "node.id": "1",
             "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
-            "listeners": (
-                f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
-                f"CONTROLLER://127.0.0.1:{self.controller_port}"
-            ),
-            "advertised.listeners": (
-                f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port}"
-            ),
+            "listeners": f"{self._client_listeners()},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": self._client_listeners(),
             "listener.security.protocol.map": (
-                "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT"
+                "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,"
+                "CONTROLLER:PLAINTEXT"
             ),
             "controller.listener.names": "CONTROLLER",
             "inter.broker.listener.name": "PLAINTEXT",
             "sasl.enabled.mechanisms": "PLAIN",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": (
-                f"org.apache.kafka.common.security.plain.PlainLoginModule required {jaas};"
-            ),
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": login,
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": login,
+            # The certificate and its key inline (PEM), where the key may be unencrypted (a
+            # file-based PEM keystore wants it encrypted); _inline escapes the line breaks.
+            "listener.name.sasl_ssl.ssl.keystore.type": "PEM",
+            "listener.name.sasl_ssl.ssl.keystore.certificate.chain": _inline(tls.cert),
+            "listener.name.sasl_ssl.ssl.keystore.key": _inline(tls.key),
             "log.dirs": str(self.data_dir / _LOGS),
             "num.partitions": "1",
             "auto.create.topics.enable": "true",
@@ -475,6 +500,12 @@ class KafkaBroker:
         }
         return "".join(f"{key}={value}\n" for key, value in settings.items())
 
+    def _client_listeners(self) -> str:
+        return (
+            f"PLAINTEXT://127.0.0.1:{self.port},SASL_PLAINTEXT://127.0.0.1:{self.sasl_port},"
+            f"SASL_SSL://127.0.0.1:{self.sasl_ssl_port}"
+        )
+
     def _java(self, jars: Path, main: str, *args: str) -> list[str]:
         java = shutil.which("java")
         if java is None:
@@ -484,8 +515,12 @@ class KafkaBroker:
     def _launch(self, timeout: float) -> None:
         jars = fetch_broker()
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        tls_dir = self.data_dir / _TLS
+        tls = Certificates(tls_dir / "ca.pem", tls_dir / "server.pem", tls_dir / "server.key")
+        if not all(path.is_file() for path in tls):
+            tls = write_certificates(tls_dir, "127.0.0.1")
         properties = self.data_dir / "server.properties"
-        properties.write_text(self._properties())
+        properties.write_text(self._properties(tls))
         if not (self.data_dir / _LOGS / "meta.properties").is_file():
             cluster_id = base64.urlsafe_b64encode(os.urandom(16)).rstrip(b"=").decode()
             formatted = subprocess.run(
@@ -553,6 +588,10 @@ class KafkaBroker:
             time.sleep(0.1)
 
 
+def _inline(pem: Path) -> str:
+    return pem.read_text().strip().replace("\n", "\\n")
+
+
 def _last_lines(text: str, lines: int = 30) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
@@ -584,6 +623,9 @@ def _main(argv: Sequence[str] | None = None) -> int:
         "--sasl-port", type=int, default=None, help="SASL_PLAINTEXT port (default: a free one)"
     )
     parser.add_argument(
+        "--sasl-ssl-port", type=int, default=None, help="SASL_SSL port (default: a free one)"
+    )
+    parser.add_argument(
         "--dir", type=Path, default=None, help="data directory, kept (default: a temporary one)"
     )
     args = parser.parse_args(argv)
@@ -596,10 +638,17 @@ def _main(argv: Sequence[str] | None = None) -> int:
     data_dir: Path = Path(tempfile.mkdtemp(prefix="arroyo-kafka-")) if temporary else args.dir
     broker: KafkaBroker | None = None
     try:
-        broker = KafkaBroker.start(data_dir, port=args.port, sasl_port=args.sasl_port)
+        broker = KafkaBroker.start(
+            data_dir, port=args.port, sasl_port=args.sasl_port, sasl_ssl_port=args.sasl_ssl_port
+        )
         users = ", ".join(f"{u}/{p}" for u, p in broker.users.items())
         print(f"kafka {KAFKA_VERSION}: PLAINTEXT on {broker.bootstrap_servers}", flush=True)
         print(f"SASL_PLAINTEXT (PLAIN, {users}) on {broker.sasl_bootstrap_servers}", flush=True)
+        print(
+            f"SASL_SSL (PLAIN, {users}) on {broker.sasl_ssl_bootstrap_servers}, "
+            f"CA {broker.ca_file}",
+            flush=True,
+        )
         print(f"data and broker.log in {data_dir}; Ctrl-C stops it", flush=True)
         code = broker.wait()
         print(f"the broker exited ({code}); see {broker.log_path}", file=sys.stderr)

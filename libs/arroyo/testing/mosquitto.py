@@ -1,15 +1,14 @@
 """A real MQTT broker for tests: Debian's ``mosquitto``, on 127.0.0.1, at free ports.
 
-``running_mosquitto(root)`` writes a local CA and a server certificate (the ``cryptography``
-library), a password file (``mosquitto_passwd``) and a configuration with three listeners, a
-plain one, a TLS one and a WebSocket one, none anonymous; starts the broker, waits until it
-takes a login, yields where it is, and stops it. ``.ci/run`` installs the package.
+``running_mosquitto(root)`` writes a local CA and a server certificate
+(``arroyo.testing.certificates``), a password file (``mosquitto_passwd``) and a configuration
+with three listeners, a plain one, a TLS one and a WebSocket one, none anonymous; starts the
+broker, waits until it takes a login, yields where it is, and stops it. ``.ci/run`` installs
+the package.
 """
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import secrets
 import shutil
 import socket
@@ -20,6 +19,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from arroyo.testing.certificates import write_certificates
 from arroyo.testing.ports import free_port
 from arroyo.testing.processes import ServerUnavailableError, stop, tail
 
@@ -60,56 +60,6 @@ def find_mosquitto() -> str:
     )
 
 
-def _certificates(root: Path, host: str) -> tuple[Path, Path, Path]:
-    """A CA, and a certificate for ``host`` that it signed: (ca, cert, key) files."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "arroyo test CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, host)]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    paths = (root / "ca.pem", root / "server.pem", root / "server.key")
-    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return paths
-
-
 @contextmanager
 def running_mosquitto(root: Path) -> Iterator[Mosquitto]:
     binary = find_mosquitto()
@@ -118,7 +68,7 @@ def running_mosquitto(root: Path) -> Iterator[Mosquitto]:
     broker = Mosquitto(
         host, free_port(), free_port(), free_port(), "arroyo", secrets.token_hex(8), root / "ca.pem"
     )
-    ca, cert, key = _certificates(root, host)
+    ca, cert, key = write_certificates(root, host)
     passwords = root / "passwords"
     subprocess.run(
         ["mosquitto_passwd", "-c", "-b", str(passwords), broker.username, broker.password],

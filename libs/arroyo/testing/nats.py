@@ -51,10 +51,13 @@ def find_nats_server() -> str:
 
 
 @contextmanager
-def running_nats(root: Path) -> Iterator[NatsServer]:
+def running_nats(root: Path, again: NatsServer | None = None) -> Iterator[NatsServer]:
+    """A server in ``root`` (its JetStream store there); ``again``: one that ran in ``root``
+    before, started again where it was, with its login and streams (a server back after an
+    outage)."""
     binary = find_nats_server()
     root.mkdir(parents=True, exist_ok=True)
-    server = NatsServer("127.0.0.1", free_port(), "arroyo", secrets.token_hex(8))
+    server = again or NatsServer("127.0.0.1", free_port(), "arroyo", secrets.token_hex(8))
     config = root / "nats.conf"
     config.write_text(
         f'listen: "{server.host}:{server.port}"\n'

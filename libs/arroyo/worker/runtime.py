@@ -266,6 +266,7 @@ class _Reports:
                     state_rows=report.state_rows,
                     state_bytes=report.state_bytes,
                     dropped_bad_records=report.dropped_bad_records,
+                    dropped_overflow_messages=report.dropped_overflow_messages,
                     watermark_micros=micros(report.watermark),
                 )
             ],

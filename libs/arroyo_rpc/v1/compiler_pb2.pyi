@@ -8,16 +8,18 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class CompileRequest(_message.Message):
-    __slots__ = ("query", "udfs", "parallelism", "connection_profiles")
+    __slots__ = ("query", "udfs", "parallelism", "connection_profiles", "connection_tables")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     UDFS_FIELD_NUMBER: _ClassVar[int]
     PARALLELISM_FIELD_NUMBER: _ClassVar[int]
     CONNECTION_PROFILES_FIELD_NUMBER: _ClassVar[int]
+    CONNECTION_TABLES_FIELD_NUMBER: _ClassVar[int]
     query: str
     udfs: str
     parallelism: int
     connection_profiles: _containers.RepeatedCompositeFieldContainer[ConnectionProfile]
-    def __init__(self, query: _Optional[str] = ..., udfs: _Optional[str] = ..., parallelism: _Optional[int] = ..., connection_profiles: _Optional[_Iterable[_Union[ConnectionProfile, _Mapping]]] = ...) -> None: ...
+    connection_tables: _containers.RepeatedCompositeFieldContainer[ConnectionTable]
+    def __init__(self, query: _Optional[str] = ..., udfs: _Optional[str] = ..., parallelism: _Optional[int] = ..., connection_profiles: _Optional[_Iterable[_Union[ConnectionProfile, _Mapping]]] = ..., connection_tables: _Optional[_Iterable[_Union[ConnectionTable, _Mapping]]] = ...) -> None: ...
 
 class ConnectionProfile(_message.Message):
     __slots__ = ("name", "connector", "config")
@@ -35,6 +37,14 @@ class ConnectionProfile(_message.Message):
     connector: str
     config: _containers.ScalarMap[str, str]
     def __init__(self, name: _Optional[str] = ..., connector: _Optional[str] = ..., config: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
+class ConnectionTable(_message.Message):
+    __slots__ = ("name", "ddl")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    DDL_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    ddl: str
+    def __init__(self, name: _Optional[str] = ..., ddl: _Optional[str] = ...) -> None: ...
 
 class Column(_message.Message):
     __slots__ = ("name", "type", "nullable")

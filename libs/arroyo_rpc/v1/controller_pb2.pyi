@@ -162,7 +162,7 @@ class WorkerFinishedResponse(_message.Message):
     def __init__(self) -> None: ...
 
 class OperatorMetrics(_message.Message):
-    __slots__ = ("query", "rows_in", "rows_out", "rows_in_per_second", "rows_processed_per_second", "batch_duration_micros", "state_rows", "state_bytes", "dropped_bad_records", "watermark_micros")
+    __slots__ = ("query", "rows_in", "rows_out", "rows_in_per_second", "rows_processed_per_second", "batch_duration_micros", "state_rows", "state_bytes", "dropped_bad_records", "watermark_micros", "dropped_overflow_messages")
     QUERY_FIELD_NUMBER: _ClassVar[int]
     ROWS_IN_FIELD_NUMBER: _ClassVar[int]
     ROWS_OUT_FIELD_NUMBER: _ClassVar[int]
@@ -173,6 +173,7 @@ class OperatorMetrics(_message.Message):
     STATE_BYTES_FIELD_NUMBER: _ClassVar[int]
     DROPPED_BAD_RECORDS_FIELD_NUMBER: _ClassVar[int]
     WATERMARK_MICROS_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_OVERFLOW_MESSAGES_FIELD_NUMBER: _ClassVar[int]
     query: str
     rows_in: int
     rows_out: int
@@ -183,7 +184,8 @@ class OperatorMetrics(_message.Message):
     state_bytes: int
     dropped_bad_records: int
     watermark_micros: int
-    def __init__(self, query: _Optional[str] = ..., rows_in: _Optional[int] = ..., rows_out: _Optional[int] = ..., rows_in_per_second: _Optional[float] = ..., rows_processed_per_second: _Optional[float] = ..., batch_duration_micros: _Optional[int] = ..., state_rows: _Optional[int] = ..., state_bytes: _Optional[int] = ..., dropped_bad_records: _Optional[int] = ..., watermark_micros: _Optional[int] = ...) -> None: ...
+    dropped_overflow_messages: int
+    def __init__(self, query: _Optional[str] = ..., rows_in: _Optional[int] = ..., rows_out: _Optional[int] = ..., rows_in_per_second: _Optional[float] = ..., rows_processed_per_second: _Optional[float] = ..., batch_duration_micros: _Optional[int] = ..., state_rows: _Optional[int] = ..., state_bytes: _Optional[int] = ..., dropped_bad_records: _Optional[int] = ..., watermark_micros: _Optional[int] = ..., dropped_overflow_messages: _Optional[int] = ...) -> None: ...
 
 class JobMetricsRequest(_message.Message):
     __slots__ = ("job", "time_micros", "operators")

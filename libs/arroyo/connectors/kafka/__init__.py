@@ -65,6 +65,16 @@ class KafkaConnector(Connector[KafkaOptions, KafkaConnection]):
 
         return describe_cluster(settings)
 
+    def autocomplete(self, settings: KafkaConnection) -> dict[str, list[str]]:
+        from arroyo.connectors.kafka.client import topic_names
+
+        return {"topic": topic_names(settings)}
+
+    def sample(self, options: KafkaOptions, count: int, timeout_s: float) -> list[bytes] | None:
+        from arroyo.connectors.kafka.client import newest_records
+
+        return newest_records(options, options.topic, count, timeout_s)
+
     def read(self, ctx: ReadContext, table: TableSpec, options: KafkaOptions) -> DataFrame:
         from arroyo.connectors.kafka.source import read_topic
 

@@ -4,6 +4,7 @@ that stay the same across restarts of a pipeline."""
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 TEST_TIMEOUT_S = 10.0
 METADATA_TIMEOUT_S = 30.0
 TRANSACTION_TIMEOUT_S = 60.0
+_librdkafka_log = logging.getLogger("arroyo.connectors.kafka.librdkafka")
 
 
 class KafkaUnavailableError(ConnectorError):
@@ -99,10 +101,79 @@ def consumer(opts: KafkaConnection, group: str) -> Consumer:
 
 
 def describe_cluster(opts: KafkaConnection) -> str:
-    """What a connection profile's test finds: the brokers and the topics."""
+    """What a connection profile's test finds: the brokers and the topics. When it finds
+    nothing, the error names the cause the client met on its way (a refused login, a
+    certificate it could not verify), not only the failed request's own ("transport failure")."""
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AdminClient
+
+    met: list[KafkaError] = []
+    # librdkafka's log lines go to logging, not to the process's stderr.
+    config: dict[str, Any] = {
+        **opts.librdkafka_config(),
+        "error_cb": met.append,
+        "logger": _librdkafka_log,
+    }
+    admin = AdminClient(config)
+    try:
+        metadata = call(opts, lambda: admin.list_topics(timeout=TEST_TIMEOUT_S))
+    except KafkaUnavailableError as err:
+        admin.poll(0)  # the errors met are handed over here
+        causes = [e for e in met if e.code() != KafkaError._ALL_BROKERS_DOWN]
+        if not causes:
+            raise
+        raise KafkaUnavailableError(
+            f"Kafka at {opts.bootstrap_servers}: {causes[0].str()}"
+        ) from err
+    topics = sorted(t for t in metadata.topics if not t.startswith("__"))
+    return f"connected to {len(metadata.brokers)} broker(s); topics: {', '.join(topics)}"
+
+
+def topic_names(opts: KafkaConnection) -> list[str]:
+    """The cluster's topics, internal ones (``__consumer_offsets``) left out."""
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient(opts.librdkafka_config())
     metadata = call(opts, lambda: admin.list_topics(timeout=TEST_TIMEOUT_S))
-    topics = sorted(t for t in metadata.topics if not t.startswith("__"))
-    return f"connected to {len(metadata.brokers)} broker(s); topics: {', '.join(topics)}"
+    return sorted(t for t in metadata.topics if not t.startswith("__"))
+
+
+def newest_records(opts: KafkaConnection, topic: str, count: int, timeout_s: float) -> list[bytes]:
+    """Up to ``count`` of the newest committed records of ``topic`` (from each partition, the
+    last ``count``), oldest first; read without a group's offsets, committing none."""
+    import time
+
+    from confluent_kafka import TopicPartition
+
+    client = consumer(opts, f"arroyo-sample-{time.time_ns()}")
+    try:
+        metadata = call(opts, lambda: client.list_topics(topic, timeout=TEST_TIMEOUT_S))
+        described = metadata.topics.get(topic)
+        if described is None or described.error is not None or not described.partitions:
+            raise ConnectorError(f"Kafka at {opts.bootstrap_servers}: no topic '{topic}'")
+        assigned, highs = [], []
+        for partition in described.partitions:
+            low, high = call(
+                opts,
+                lambda p=partition: client.get_watermark_offsets(
+                    TopicPartition(topic, p), timeout=TEST_TIMEOUT_S
+                ),
+            )
+            if high > low:
+                assigned.append(TopicPartition(topic, partition, max(low, high - count)))
+                highs.append(high)
+        if not assigned:
+            return []
+        client.assign(assigned)
+        # Offsets that hold no record (transaction markers) leave fewer: then the time is up.
+        expected = sum(high - p.offset for p, high in zip(assigned, highs, strict=True))
+        records: list[tuple[int, bytes]] = []
+        deadline = time.monotonic() + timeout_s
+        while len(records) < expected and time.monotonic() < deadline:
+            message = client.poll(0.2)
+            if message is None or message.error() is not None:
+                continue
+            records.append((message.timestamp()[1], message.value() or b""))
+        return [value for _, value in sorted(records, key=lambda r: r[0])][-count:]
+    finally:
+        client.close()

@@ -9,9 +9,9 @@ of the client configuration derived from them (``client_config``).
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from arroyo.connectors.base import SECRET, ConnectorOptions
 
@@ -28,6 +28,23 @@ def parse_client_configs(text: str) -> dict[str, str]:
             raise ValueError(f"'{piece}' is not key=value")
         configs[key.strip()] = value.strip()
     return configs
+
+
+def _valid_client_configs(value: str | None) -> str | None:
+    if value is not None:
+        parse_client_configs(value)
+    return value
+
+
+# ``client_configs``, as every Kafka-speaking connection takes it (``kafka``, ``confluent``).
+ClientConfigs = Annotated[
+    str | None,
+    AfterValidator(_valid_client_configs),
+    Field(
+        description="further Kafka client settings, 'key=value, key2=value2' "
+        "(passed to the consumer and producer as they are)",
+    ),
+]
 
 
 class KafkaConnection(ConnectorOptions):
@@ -50,11 +67,7 @@ class KafkaConnection(ConnectorOptions):
     auth_password: str | None = Field(
         None, alias="auth.password", description="SASL password", json_schema_extra=SECRET
     )
-    client_configs: str | None = Field(
-        None,
-        description="further Kafka client settings, 'key=value, key2=value2' "
-        "(passed to the consumer and producer as they are)",
-    )
+    client_configs: ClientConfigs = None
     schema_registry_endpoint: str | None = Field(
         None,
         alias="schema_registry.endpoint",
@@ -69,13 +82,6 @@ class KafkaConnection(ConnectorOptions):
         description="schema registry basic-auth password",
         json_schema_extra=SECRET,
     )
-
-    @field_validator("client_configs")
-    @classmethod
-    def _client_configs(cls, value: str | None) -> str | None:
-        if value is not None:
-            parse_client_configs(value)
-        return value
 
     @model_validator(mode="after")
     def _sasl(self) -> KafkaConnection:
@@ -138,8 +144,9 @@ class KafkaConnection(ConnectorOptions):
         return config
 
 
-class KafkaOptions(KafkaConnection):
-    """A Kafka table: a connection, a topic, and how to read or write it."""
+class KafkaTableOptions(ConnectorOptions):
+    """A Kafka table's own options, besides its connection: the topic and how to read or
+    write it (a ``confluent`` table takes them too)."""
 
     topic: str = Field(description="the topic to read or write", min_length=1)
     source_offset: Literal["latest", "earliest", "group"] = Field(
@@ -178,21 +185,28 @@ class KafkaOptions(KafkaConnection):
     )
 
     @model_validator(mode="after")
-    def _group(self) -> KafkaOptions:
+    def _group(self) -> Self:
         if self.source_group_id and self.source_group_id_prefix:
             raise ValueError("set source.group_id or source.group_id_prefix, not both")
         return self
+
+
+class KafkaOptions(KafkaTableOptions, KafkaConnection):
+    """A Kafka table: a connection, a topic, and how to read or write it."""
 
 
 @lru_cache(maxsize=256)
 def _librdkafka_knows(name: str) -> bool:
     """Whether librdkafka has a configuration property of this name. It keeps no list we can
     read, so ask it: creating a client with an unknown property fails with exactly that error
-    (a client is cheap to create and connects to nothing until it is used)."""
+    (a client is cheap to create and connects to nothing until it is used). A few Java client
+    names (``ssl.truststore.location``, ``sasl.jaas.config``) it knows only to refuse them,
+    whatever their value, with an error that begins "Java ": those are the Java client's."""
     from confluent_kafka import KafkaException, Producer
 
     try:
         Producer({"bootstrap.servers": "127.0.0.1:9", name: "0", "log_level": 0})
     except KafkaException as err:
-        return "No such configuration property" not in err.args[0].str()
+        refusal = err.args[0].str()
+        return "No such configuration property" not in refusal and not refusal.startswith("Java ")
     return True

@@ -60,6 +60,9 @@ class MqttConnector(Connector[MqttOptions, MqttConnection]):
         client.disconnect()
         return f"connected to {settings.url}"
 
+    def replayable(self, options: MqttOptions) -> bool:
+        return options.qos_level() > 0  # at QoS 0 the broker keeps nothing for a client away
+
     def misplaced_options(self, options: MqttOptions, role: Role) -> list[str]:
         set_ = options.model_dump(by_alias=True, exclude_unset=True)
         return ["sink.retain"] if role == "source" and "sink.retain" in set_ else []

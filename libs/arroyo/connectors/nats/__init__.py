@@ -67,6 +67,37 @@ class NatsConnector(Connector[NatsOptions, NatsConnection]):
         except NatsError as err:
             raise ConnectorError(str(err)) from err
 
+    def autocomplete(self, settings: NatsConnection) -> dict[str, list[str]]:
+        import asyncio
+
+        from arroyo.connectors.nats.client import NatsError, connect
+
+        async def listed() -> dict[str, list[str]]:
+            import nats.errors
+            import nats.js.errors
+
+            client = await connect(settings)
+            try:
+                streams = await client.jetstream().streams_info()
+            except (nats.errors.NoRespondersError, nats.js.errors.ServiceUnavailableError):
+                streams = []  # a server without JetStream has no streams to list
+            except nats.errors.Error as err:
+                raise ConnectorError(f"NATS at {settings.servers}: {err}") from err
+            finally:
+                await client.close()
+            return {
+                "stream": sorted(s.config.name for s in streams),
+                "subject": sorted({x for s in streams for x in s.config.subjects or []}),
+            }
+
+        try:
+            return asyncio.run(listed())
+        except NatsError as err:
+            raise ConnectorError(str(err)) from err
+
+    def replayable(self, options: NatsOptions) -> bool:
+        return options.stream is not None  # a core subject's messages are gone once sent
+
     def misplaced_options(self, options: NatsOptions, role: Role) -> list[str]:
         set_ = options.model_dump(by_alias=True, exclude_unset=True)
         if role == "sink":

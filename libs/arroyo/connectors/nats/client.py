@@ -3,11 +3,17 @@ a thread of its own (``Loop``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from arroyo.connectors.nats.options import NatsConnection
 
 CONNECT_TIMEOUT_S = 10.0
+# A source's client that loses its servers tries each again every RECONNECT_WAIT_S seconds, up
+# to RECONNECT_ATTEMPTS times (about two minutes): a server back within that is a pause, one
+# that is not fails the query, naming the servers and why, rather than leaving it waiting.
+RECONNECT_WAIT_S = 2.0
+RECONNECT_ATTEMPTS = 60
 
 
 class NatsError(RuntimeError):
@@ -41,27 +47,39 @@ def _auth(conn: NatsConnection) -> dict[str, Any]:
     return {}
 
 
-async def connect(conn: NatsConnection, *, reconnect: bool = False, closed: Any = None) -> Any:
-    """A connected client; raises NatsError naming the servers. ``reconnect``: it reconnects
-    for as long as it lives (a source's); ``closed``: called if it closes for good."""
+async def connect(
+    conn: NatsConnection,
+    *,
+    reconnect_attempts: int = 0,
+    closed: Callable[[str], None] | None = None,
+) -> Any:
+    """A connected client; raises NatsError naming the servers. ``reconnect_attempts``: how
+    often it tries each server again after losing them (a source's; 0: it does not reconnect);
+    ``closed``: called, with why, when it closes (having given up on the servers, or asked to
+    by its owner)."""
     import nats
 
     errors: list[str] = []
 
     async def on_error(err: Exception) -> None:
-        if len(errors) < 10:
-            errors.append(str(err) or type(err).__name__)
+        errors.append(str(err) or type(err).__name__)
+        del errors[:-10]
 
     async def on_closed() -> None:
         if closed is not None:
-            closed()
+            why = errors[-1] if errors else "closed"
+            closed(
+                f"lost the connection to NATS at {conn.servers} and could not connect again "
+                f"in {reconnect_attempts} attempts: {why}"
+            )
 
     try:
         return await nats.connect(
             conn.server_urls(),
             connect_timeout=CONNECT_TIMEOUT_S,
-            max_reconnect_attempts=-1 if reconnect else 1,
-            allow_reconnect=reconnect,
+            allow_reconnect=reconnect_attempts > 0,
+            max_reconnect_attempts=max(reconnect_attempts, 1),
+            reconnect_time_wait=RECONNECT_WAIT_S,
             error_cb=on_error,
             closed_cb=on_closed,
             **_auth(conn),

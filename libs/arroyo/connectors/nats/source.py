@@ -7,7 +7,14 @@
   stream sequence, then acknowledged. The consumer resumes where the acknowledgements end, and
   a message delivered again after a crash between the two (its sequence already spooled) is
   acknowledged and not spooled twice: each message once in the spool, and Spark's offsets,
-  positions in it, replay a micro-batch exactly.
+  positions in it, replay a micro-batch exactly. Which sequences are spooled is a set, not the
+  highest one: a message the crash cut off before it was spooled comes again once its
+  ``consumer.ack_wait`` is over, after newer ones (the set forgets what is at or below the
+  consumer's acknowledgement floor, which is never delivered again).
+
+A server lost is tried again (``client.RECONNECT_ATTEMPTS``, about two minutes): one back by
+then is a pause (the subscription and the consumer resume), one that is not fails the query
+naming the servers and the last error.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader
 
+from arroyo.connectors.nats.client import RECONNECT_ATTEMPTS
 from arroyo.connectors.nats.options import NatsOptions
 from arroyo.connectors.runtime.spool import (
     SPOOLED_SCHEMA,
@@ -37,6 +45,8 @@ if TYPE_CHECKING:
     from arroyo.program.spec import TableSpec
 
 _FETCH_WAIT_S = 1.0
+# Spooled sequences kept before those the consumer's acknowledgement floor covers are forgotten.
+_FORGET_AT = 10_000
 
 
 def consumer_config(opts: NatsOptions, durable: str) -> Any:
@@ -72,6 +82,7 @@ class _Reader(SpooledReader):
         super().__init__(options)
         self.opts = NatsOptions.model_validate(json.loads(options["options"]))
         self.durable = options["durable"]
+        self.reconnect_attempts = int(options.get("reconnect_attempts", RECONNECT_ATTEMPTS))
 
     def connect(self, spool: Spool) -> Any:
         from arroyo.connectors.runtime.loop import Loop
@@ -93,8 +104,8 @@ class _Reader(SpooledReader):
         await (await connect(opts)).close()
         loop.client = await connect(
             opts,
-            reconnect=True,
-            closed=lambda: self.fail(NatsError(f"the connection to {where} closed")),
+            reconnect_attempts=self.reconnect_attempts,
+            closed=lambda why: self.fail(NatsError(why)),
         )
         try:
             if opts.subject:
@@ -109,7 +120,8 @@ class _Reader(SpooledReader):
                 return
             assert opts.stream is not None
             js = loop.client.jetstream()
-            last = spool.last_sequence()
+            spooled = spool.sequences()
+            last = max(spooled, default=-1)
             info = await js.stream_info(opts.stream)
             if info.state.last_seq < last:
                 raise NatsError(
@@ -124,31 +136,48 @@ class _Reader(SpooledReader):
         except Exception as err:  # nats-py's APIError (no such stream, JetStream off...)
             await loop.client.close()
             raise NatsError(f"cannot read stream '{opts.stream}' of {where}: {err}") from err
-        loop.task = asyncio.ensure_future(self._pull(pull, spool, last))
+        loop.task = asyncio.ensure_future(self._pull(loop.client, pull, spool, spooled))
         loop.task.add_done_callback(self._ended)
 
     def _ended(self, task: Any) -> None:
         if not task.cancelled() and task.exception() is not None:
             self.fail(task.exception())
 
-    async def _pull(self, pull: Any, spool: Spool, last: int) -> None:
-        while True:
+    async def _pull(self, client: Any, pull: Any, spool: Spool, spooled: set[int]) -> None:
+        """Fetches until cancelled. ``spooled``: the sequences in the spool, and those spooled
+        since."""
+        forget_at = _FORGET_AT
+        while not client.is_closed:
             try:
-                messages = await pull.fetch(self.opts.consumer_max_batch, timeout=_FETCH_WAIT_S)
-            except TimeoutError:  # nats-py's and asyncio's: nothing new
-                continue
-            fresh = False
+                await self._fetch(pull, spool, spooled)
+                if len(spooled) >= forget_at:
+                    floor = (await pull.consumer_info()).ack_floor.stream_seq
+                    spooled.difference_update([s for s in spooled if s <= floor])
+                    forget_at = max(_FORGET_AT, 2 * len(spooled))
+            except Exception:
+                if client.is_closed:
+                    return  # it gave up on the servers: its closed callback says why
+                raise
+
+    async def _fetch(self, pull: Any, spool: Spool, spooled: set[int]) -> None:
+        """One fetch of the consumer's messages, each spooled unless it was, then
+        acknowledged."""
+        try:
+            messages = await pull.fetch(self.opts.consumer_max_batch, timeout=_FETCH_WAIT_S)
+        except TimeoutError:  # nats-py's and asyncio's: nothing new
+            return
+        fresh = False
+        for message in messages:
+            sequence = message.metadata.sequence.stream
+            if sequence not in spooled:
+                spool.append(message.subject, int(time.time() * 1000), message.data, sequence)
+                spooled.add(sequence)
+                fresh = True
+        if fresh:
+            spool.sync()  # durable before the server is told
+        if self.opts.consumer_ack_policy != "None":
             for message in messages:
-                sequence = message.metadata.sequence.stream
-                if sequence > last:
-                    spool.append(message.subject, int(time.time() * 1000), message.data, sequence)
-                    last = sequence
-                    fresh = True
-            if fresh:
-                spool.sync()  # durable before the server is told
-            if self.opts.consumer_ack_policy != "None":
-                for message in messages:
-                    await message.ack()
+                await message.ack()
 
     def disconnect(self, client: Any) -> None:
         async def close() -> None:
@@ -165,7 +194,8 @@ class _Reader(SpooledReader):
 
 
 class NatsSource(DataSource):
-    """Options: ``options`` (the table's, as JSON), ``spool`` (its directory), ``durable``."""
+    """Options: ``options`` (the table's, as JSON), ``spool`` (its directory), ``durable``;
+    ``reconnect_attempts`` (tests: fewer than ``client.RECONNECT_ATTEMPTS``)."""
 
     @classmethod
     def name(cls) -> str:

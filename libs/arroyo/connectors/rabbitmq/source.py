@@ -19,9 +19,11 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, SimpleDataSourceStreamReader
 
 from arroyo.connectors.rabbitmq.options import RabbitmqConnection, RabbitmqOptions
+from arroyo.connectors.runtime.arrow_rows import TIMESTAMP, batches
 from arroyo.connectors.runtime.spool import StoppingWrapper
 
 if TYPE_CHECKING:
@@ -34,6 +36,14 @@ if TYPE_CHECKING:
 CONNECT_TIMEOUT_S = 10.0
 REPLAY_TIMEOUT_S = 60.0
 _BATCH_ROWS = 100_000
+_SCHEMA = pa.schema(
+    [
+        ("_offset", pa.int64()),
+        ("_source_time", TIMESTAMP),
+        ("value", pa.binary()),
+        ("_eoi", pa.bool_()),
+    ]
+)
 
 
 class RabbitmqError(RuntimeError):
@@ -155,7 +165,7 @@ class _Reader(SimpleDataSourceStreamReader):
 
         self._consumer = _Consumer(self.opts, offset, on_message)
 
-    def read(self, start: dict[str, int]) -> tuple[Iterator[tuple[Any, ...]], dict[str, int]]:
+    def read(self, start: dict[str, int]) -> tuple[Iterator[pa.RecordBatch], dict[str, int]]:
         begin = start["offset"]
         self._subscribed(begin)
         with self._lock:
@@ -165,11 +175,11 @@ class _Reader(SimpleDataSourceStreamReader):
         end = {"offset": taken[-1][0] + 1}
         if begin < 0:
             end["from"] = taken[0][0]
-        return iter([_row(*m) for m in taken]), end
+        return batches(_SCHEMA, [_row(*m) for m in taken]), end
 
     def readBetweenOffsets(
         self, start: dict[str, int], end: dict[str, int]
-    ) -> Iterator[tuple[Any, ...]]:
+    ) -> Iterator[pa.RecordBatch]:
         begin = start["offset"] if start["offset"] >= 0 else end.get("from", 0)
         last = end["offset"] - 1
         got: dict[int, tuple[int, bytes, int | None]] = {}
@@ -190,7 +200,7 @@ class _Reader(SimpleDataSourceStreamReader):
                 )
         finally:
             consumer.close()
-        return iter([_row(*got[k]) for k in sorted(got)])
+        return batches(_SCHEMA, [_row(*got[k]) for k in sorted(got)])
 
     def commit(self, end: dict[str, int]) -> None:
         if self._lock is None:
@@ -212,7 +222,9 @@ class RabbitmqSource(DataSource):
         return "arroyo_rabbitmq"
 
     def schema(self) -> str:
-        return "`_offset` BIGINT, `_source_time` TIMESTAMP, `value` BINARY, `_eoi` BOOLEAN"
+        return (
+            "`_offset` BIGINT, `_source_time` TIMESTAMP, `value` BINARY, `_eoi` BOOLEAN"  # _SCHEMA
+        )
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return StoppingWrapper(_Reader(dict(self.options)))

@@ -44,7 +44,9 @@ class RedisConnector(Connector[RedisOptions, RedisConnection]):
     Lookup table (``type = 'lookup'`` or CREATE TEMPORARY TABLE): its PRIMARY KEY is a TEXT
     column ``METADATA FROM 'key'``; a stream joined on it has each row's key looked up when its
     micro-batch runs (MGET, a batch of keys at a time: arroyo.engine.lookups), and the key's
-    string value decoded in the table's format. What the key holds when the row's batch runs is
+    string value decoded in the table's format (one it cannot decode is bad data: ``'fail'``
+    fails the job naming the table and the key, ``'drop'`` takes the key as missing:
+    arroyo.sql.planner.plan.lookups). What the key holds when the row's batch runs is
     what the row gets (a replayed batch may see a newer value); ``lookup.cache.*`` bound how
     stale a cached one can be.
     """

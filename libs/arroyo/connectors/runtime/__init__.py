@@ -9,6 +9,10 @@
 - ``stage_files``: a stage's batches on disk and the data source that reads them back.
 - ``generated``: event numbers from Spark's rate sources, and a source's first start time.
 - ``nexmark_generator``: the Nexmark events' Spark data source, written in Java.
+- ``spool``: messages of a source that cannot replay, kept so that micro-batches replay
+  exactly; ``loop``: an asyncio loop on a thread of its own.
+- ``http`` (no Spark: options, headers, the retry policy) and ``http_source`` (the spooled
+  reader with its bounded buffer and reconnection): what the HTTP sources share.
 
 The data source module ``stage_files`` is imported by Spark's Python workers: it
 imports no connector package itself, only pyarrow, pyspark and ``arroyo.program``.

@@ -7,7 +7,7 @@ A record is flushed to the operating system (not fsynced, as Kafka's own log is 
 across segments and restarts, and segments wholly before a committed position are removed.
 A record may carry the system's own sequence number (JetStream's), so that a message delivered
 again after a crash between the spool write and the acknowledgement is recognised
-(``last_sequence``) and not spooled twice.
+(``sequences``) and not spooled twice.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import os
 import struct
 import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -87,7 +86,12 @@ class Spool:
     def _path(self, start: int) -> Path:
         return self.root / f"{start:020d}.log"
 
-    def append(self, topic: str, at_ms: int, payload: bytes, sequence: int = -1) -> None:
+    def append(
+        self, topic: str, at_ms: int, payload: bytes, sequence: int = -1, *, flush: bool = True
+    ) -> None:
+        """``flush``: to the operating system before returning; without it, the writer calls
+        ``flush`` before anything reads what it appended, and readers read up to what that
+        returns (a source that acknowledges nothing saves a system call per message)."""
         name = topic.encode()
         record = _HEADER.pack(len(name), at_ms, sequence, len(payload)) + name + payload
         with self.lock:
@@ -97,8 +101,17 @@ class Spool:
                 self._file_start = self.end
                 self._file = self._path(self.end).open("ab")
             self._file.write(record)
-            self._file.flush()
+            if flush:
+                self._file.flush()
             self.end += len(record)
+
+    def flush(self) -> int:
+        """What was appended without ``flush``, handed to the operating system; the end of
+        the whole records flushed (a record appended after it may be partly written)."""
+        with self.lock:
+            if self._file is not None:
+                self._file.flush()
+            return self.end
 
     def read(self, start: int, end: int) -> Iterator[tuple[str, int, bytes]]:
         """The messages in [start, end)."""
@@ -120,9 +133,9 @@ class Spool:
                     pos += _HEADER.size + topic_len + length
                     yield topic, at_ms, payload
 
-    def last_sequence(self) -> int:
-        """The highest sequence number spooled (-1: none)."""
-        last = -1
+    def sequences(self) -> set[int]:
+        """The sequence numbers of the records spooled (in the segments not yet removed)."""
+        found = set()
         for first in self.segments():
             path = self._path(first)
             with path.open("rb") as f:
@@ -131,8 +144,13 @@ class Spool:
                         break
                     topic_len, _at, sequence, length = _HEADER.unpack(head)
                     f.seek(topic_len + length, 1)
-                    last = max(last, sequence)
-        return last
+                    if sequence >= 0:
+                        found.add(sequence)
+        return found
+
+    def last_sequence(self) -> int:
+        """The highest sequence number spooled (-1: none)."""
+        return max(self.sequences(), default=-1)
 
     def sync(self) -> None:
         """Makes what was appended durable (fsync), before a system is told it was received."""
@@ -192,7 +210,14 @@ class SpooledReader(SimpleDataSourceStreamReader):
     def initialOffset(self) -> dict[str, int]:
         return {"pos": self.spool.start if self.root.is_dir() else 0}
 
-    def read(self, start: dict[str, int]) -> tuple[Iterator[tuple[Any, ...]], dict[str, int]]:
+    def read(self, start: dict[str, int]) -> tuple[Iterator[Any], dict[str, int]]:
+        begin, end = self.available(start)
+        batches, end = arrow_batches(self.spool, begin, end)
+        return iter(batches), {"pos": end}
+
+    def available(self, start: dict[str, int]) -> tuple[int, int]:
+        """The spool's range a read from ``start`` takes (up to BATCH_BYTES); the subscriber
+        started on the first call, and its failure raised."""
         if self.client is None:
             self._lock = _hold(self.root)
             self._spool = None  # read again, now that no other reader writes to it
@@ -207,20 +232,10 @@ class SpooledReader(SimpleDataSourceStreamReader):
                 f"ends at {self.spool.end}: the spool lost what the checkpoint counts"
             )
         begin = max(start["pos"], self.spool.start)
-        end = min(self.spool.end, begin + BATCH_BYTES)
-        rows = list(self._rows(begin, end))
-        if rows:
-            end = begin + sum(Spool.size(t, p) for t, _, p, _e, _m in rows)
-        return iter(rows), {"pos": end}
+        return begin, min(self.spool.end, begin + BATCH_BYTES)
 
-    def readBetweenOffsets(
-        self, start: dict[str, int], end: dict[str, int]
-    ) -> Iterator[tuple[Any, ...]]:
-        return self._rows(start["pos"], end["pos"])
-
-    def _rows(self, start: int, end: int) -> Iterator[tuple[Any, ...]]:
-        for topic, at_ms, payload in self.spool.read(start, end):
-            yield topic, datetime.fromtimestamp(at_ms / 1000, UTC), payload, False, topic
+    def readBetweenOffsets(self, start: dict[str, int], end: dict[str, int]) -> Iterator[Any]:
+        return iter(arrow_batches(self.spool, start["pos"], end["pos"])[0])
 
     def commit(self, end: dict[str, int]) -> None:
         self.spool.cut(end["pos"])
@@ -271,7 +286,36 @@ class StoppingWrapper(_SimpleStreamReaderWrapper):
             stop()
 
 
-# The schema of a spooled source (SpooledReader's rows).
+def arrow_batches(spool: Spool, begin: int, end: int) -> tuple[list[Any], int]:
+    """The messages in [begin, end) as an Arrow batch of the spooled schema (none if there are
+    none: Spark takes a batch ten times quicker than rows; arroyo.connectors.runtime.arrow_rows),
+    and the position after the last."""
+    import pyarrow as pa
+
+    from arroyo.connectors.runtime.arrow_rows import TIMESTAMP
+
+    topics, times, payloads = [], [], []
+    position = begin
+    for topic, at_ms, payload in spool.read(begin, end):
+        topics.append(topic)
+        times.append(at_ms * 1000)
+        payloads.append(payload)
+        position += Spool.size(topic, payload)
+    if not topics:
+        return [], begin
+    topic_column = pa.array(topics, pa.string())
+    columns = [
+        topic_column,
+        pa.array(times, TIMESTAMP),
+        pa.array(payloads, pa.binary()),
+        pa.repeat(pa.scalar(False), len(topics)),
+        topic_column,
+    ]
+    names = ["_topic", "_source_time", "value", "_eoi", "_meta_topic"]
+    return [pa.RecordBatch.from_arrays(columns, names=names)], position
+
+
+# The schema of a spooled source (SpooledReader's rows, arrow_batches's columns).
 SPOOLED_SCHEMA = (
     "`_topic` STRING, `_source_time` TIMESTAMP, `value` BINARY, `_eoi` BOOLEAN, "
     "`_meta_topic` STRING"

@@ -28,7 +28,9 @@ The modules, in the order a reader meets them:
 - ``plan``: the steps: windows, window functions, joins, updating results, stages;
 - ``optimize``: rewrites that exist only for speed (each gives the rows the plain plan gives);
   a reader can skip them;
-- ``syntax``: readings of sqlglot trees that the steps share.
+- ``syntax``: readings of sqlglot trees that the steps share;
+- ``delivery``: warnings on the planned program (a source that cannot replay feeding an
+  exactly-once sink).
 """
 
 from arroyo.sql.planner.context import Catalog

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from arroyo.errors import Diagnostic, PlanningError
+from arroyo.errors import PlanningError
 from arroyo.program.spec import PipelineProgram, TableSpec, ViewSpec
 from arroyo.sql.planner import sinks, tables
 from arroyo.sql.planner.context import PlanContext, ViewShape
@@ -15,6 +15,7 @@ from arroyo.sql.planner.diagnostics import ErrorCode, error, span_of
 from arroyo.sql.planner.optimize.window_local import note_window_root
 from arroyo.sql.planner.plan.stages import stage_writers
 from arroyo.sql.planner.rewriter import Rewriter
+from arroyo.sql.planner.saved_tables import declare_saved_tables
 from arroyo.sql.statements import (
     CreateTable,
     CreateView,
@@ -40,8 +41,10 @@ class Planner:
     one on a SparkSession (``spark_planner``).
 
     ``parallelism`` is the program's; ``udfs`` the functions its queries may call;
-    ``profiles`` the connection profiles its tables may name (``connection_profile``). One
-    plan at a time: each ``plan`` starts by clearing the catalog of the last one."""
+    ``profiles`` the connection profiles its tables may name (``connection_profile``);
+    ``saved_tables`` the saved connection tables a script may name without declaring them,
+    each as the CREATE TABLE statement that declares it. One plan at a time: each ``plan``
+    starts by clearing the catalog of the last one."""
 
     def __init__(
         self,
@@ -50,11 +53,13 @@ class Planner:
         parallelism: int = 1,
         udfs: UdfLibrary | None = None,
         profiles: Mapping[str, ConnectionProfile] | None = None,
+        saved_tables: Mapping[str, str] | None = None,
     ) -> None:
         self.catalog = catalog
         self.parallelism = parallelism
         self.udfs = udfs
         self.profiles = dict(profiles or {})
+        self.saved_tables = dict(saved_tables or {})
 
     def plan(self, sql: str) -> PipelineProgram:
         """The program of a script, or a PlanningError with a diagnostic for each statement
@@ -65,7 +70,9 @@ class Planner:
         )
         self.catalog.start_plan(self.udfs)
         sources: list[TableSpec] = []
-        diagnostics: list[Diagnostic] = []
+        diagnostics = declare_saved_tables(
+            ctx, self.saved_tables, statements, lambda stmt: _statement(ctx, stmt, sources)
+        )
         for stmt in statements:
             try:
                 _statement(ctx, stmt, sources)

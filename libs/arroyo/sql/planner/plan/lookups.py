@@ -6,9 +6,12 @@ never the whole table read.
 each row's record, fetched by the engine's lookup function (``names.lookup_function``), and
 the query reads the lookup table's columns out of it: the key column is the key looked up, the
 others the record decoded in the table's format. A key with no record gives nulls, which an
-inner join filters out and a LEFT JOIN keeps. Refused, as Arroyo refuses them: a join on
-anything but the table's PRIMARY KEY, a condition that is not one equality, and joins other
-than inner and left with the lookup table on the right.
+inner join filters out and a LEFT JOIN keeps. A record the format cannot decode (a JSON table's
+value that is not JSON, or not of the table's types) is bad data: ``bad_data = 'fail'`` fails
+the job naming the table, the system and the key; ``'drop'`` treats the key as having no record
+(Arroyo's deserializer drops it from the lookup's rows). Refused, as Arroyo refuses them: a
+join on anything but the table's PRIMARY KEY, a condition that is not one equality, and joins
+other than inner and left with the lookup table on the right.
 """
 
 from __future__ import annotations
@@ -93,6 +96,7 @@ def rewrite_key_lookups(
             span_of(ctx.text, joins[0]),
         )
     added: list[exp.Expr] = [exp.column(exp.Star(), table=stream)]
+    checked: list[exp.Expr] = []  # records checked for bad data, from the fetched ones
     values: dict[str, tuple[TableSpec, str, exp.Expression]] = {}
     inner: list[str] = []  # the records an inner join needs
     for join, rel in found:
@@ -111,7 +115,13 @@ def rewrite_key_lookups(
         call = exp.Anonymous(
             this=lookup_function(spec.name), expressions=[exp.cast(key.copy(), "STRING")]
         )
-        added.append(exp.alias_(call, hidden, quoted=True))
+        fetched = f"{hidden}{_FETCHED}"
+        check = _checked(spec, exp.column(fetched, table=stream, quoted=True), key)
+        if check is None:
+            added.append(exp.alias_(call, hidden, quoted=True))
+        else:
+            added.append(exp.alias_(call, fetched, quoted=True))
+            checked.append(exp.alias_(check, hidden, quoted=True))
         if inner_join:
             inner.append(hidden)
         values[rel.alias] = (spec, hidden, key)
@@ -143,14 +153,75 @@ def rewrite_key_lookups(
         column.replace(exp.alias_(value, column.name, quoted=True) if named else value)
     source = first.copy()
     subquery = exp.select(*added).from_(source)
-    from_.set(
-        "this", exp.Subquery(this=subquery, alias=exp.TableAlias(this=exp.to_identifier(stream)))
-    )
+    if checked:
+        # A projection of its own: the lookup function (not deterministic) runs once per row,
+        # and the check reads its record as many times as it needs.
+        subquery = exp.select(exp.column(exp.Star(), table=stream), *checked).from_(
+            _aliased(subquery, stream)
+        )
+    from_.set("this", _aliased(subquery, stream))
     select.set("joins", None)
     for hidden in inner:
         record = exp.column(hidden, table=stream, quoted=True)
         select.where(exp.Not(this=exp.Is(this=record, expression=exp.null())), copy=False)
     return relations[:1]
+
+
+# The record as fetched, before its check for bad data (``_checked``), under the hidden name
+# with this suffix; the checked record takes the hidden name itself.
+_FETCHED = "__fetched"
+_CORRUPT = "_corrupt_record"
+
+
+def _aliased(query: exp.Select, alias: str) -> exp.Subquery:
+    return exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+
+def _checked(spec: TableSpec, record: exp.Expression, key: exp.Expression) -> exp.Expression | None:
+    """The record of ``key`` if its format decodes it; a bad one failing the query (naming the
+    table, its system and the key) or taken as no record, as ``bad_data`` says. None: the
+    format takes any record (raw_string)."""
+    fmt = spec.format
+    if fmt is None or fmt.name != "json":
+        return None
+    physical = [c for c in spec.columns if c.physical]
+    ddl = ", ".join(f"{quote_name(c.name)} {c.spark_type}" for c in physical)
+    options = exp.VarMap(
+        keys=exp.array("'mode'", "'columnNameOfCorruptRecord'", dialect="spark"),
+        values=exp.array("'PERMISSIVE'", f"'{_CORRUPT}'", dialect="spark"),
+    )
+    parsed = exp.Paren(
+        this=exp.Anonymous(
+            this="from_json",
+            expressions=[
+                record.copy(),
+                exp.Literal.string(f"{ddl}, {quote_name(_CORRUPT)} STRING"),
+                options,
+            ],
+        )
+    )
+
+    def field(name: str) -> exp.Expression:
+        return exp.Dot(this=parsed.copy(), expression=exp.to_identifier(name, quoted=True))
+
+    unreadable = exp.or_(
+        exp.Is(this=parsed.copy(), expression=exp.null()),
+        exp.Not(this=exp.Is(this=field(_CORRUPT), expression=exp.null())),
+        *(exp.Is(this=field(c.name), expression=exp.null()) for c in physical if not c.nullable),
+    )
+    bad = exp.and_(exp.Not(this=exp.Is(this=record.copy(), expression=exp.null())), unreadable)
+    if fmt.bad_data == "drop":
+        return exp.If(this=bad, true=exp.null(), false=record.copy())
+    message = exp.Concat(
+        expressions=[
+            exp.Literal.string(f"bad data in table '{spec.name}' ({spec.connector} key '"),
+            exp.cast(key.copy(), "STRING"),
+            exp.Literal.string(f"', {fmt.name}): could not decode "),
+            record.copy(),
+        ]
+    )
+    failure = exp.Anonymous(this="raise_error", expressions=[message])
+    return exp.If(this=bad, true=failure, false=record.copy())
 
 
 def _key_of(

@@ -1,0 +1,169 @@
+"""The SSE source: an HTTP GET of ``text/event-stream``, parsed as the HTML standard's
+EventSource does (lines ended by CRLF, LF or CR; ``data``, ``event``, ``id`` and ``retry``
+fields; comments), each event's data spooled (``runtime/http_source.py``) with its type and
+the last event id. A connection lost is made again with ``Last-Event-ID``: the id of the
+last event received, or, after a restart, of the last event the spool holds.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader
+
+from arroyo.connectors.runtime.http_source import (
+    Connection,
+    HttpSpooledReader,
+    last_record,
+    read_http,
+)
+from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA, Spool, StoppingWrapper
+from arroyo.connectors.sse.options import SseOptions
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+    from arroyo.connectors.base import ReadContext
+    from arroyo.program.spec import TableSpec
+
+# An event's spool topic: its type, then a newline and its id where it has one (neither
+# holds a newline).
+_ID_SEPARATOR = "\n"
+
+
+class EventParser:
+    """Server-sent events from the bytes of a stream, fed in chunks as they arrive. An event
+    or line longer than ``limit`` bytes raises ``ValueError``."""
+
+    def __init__(self, limit: int, last_id: str | None = None) -> None:
+        self.limit = limit
+        self.pending = b""
+        self.data: list[bytes] = []
+        self.size = 0
+        self.event_type = ""
+        self.last_id = last_id
+        self.retry_ms: int | None = None
+
+    def feed(self, chunk: bytes) -> list[tuple[str, str | None, bytes]]:
+        """The events ``chunk`` completes: (type, last event id, data)."""
+        data = self.pending + chunk
+        # A CR at the end may be half of a CRLF: held back until the next chunk says.
+        hold = b"\r" if data.endswith(b"\r") else b""
+        lines = (data[:-1] if hold else data).splitlines(keepends=True)
+        self.pending = hold
+        if lines and not lines[-1].endswith((b"\n", b"\r")):
+            self.pending = lines.pop() + hold
+        if len(self.pending) > self.limit:
+            raise ValueError("a line")
+        events = []
+        for raw in lines:
+            line = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
+            if not line:
+                if event := self._dispatch():
+                    events.append(event)
+            elif line[:1] != b":":
+                self._field(line)
+        return events
+
+    def _field(self, line: bytes) -> None:
+        name, _, value = line.partition(b":")
+        if value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            self.data.append(value)
+            self.size += len(value) + 1
+            if self.size > self.limit:
+                raise ValueError("an event")
+        elif name == b"event":
+            self.event_type = value.decode("utf-8", "replace")
+        elif name == b"id" and b"\0" not in value:
+            self.last_id = value.decode("utf-8", "replace") or None
+        elif name == b"retry" and value.isdigit():
+            self.retry_ms = int(value)
+
+    def _dispatch(self) -> tuple[str, str | None, bytes] | None:
+        data, event_type = self.data, self.event_type or "message"
+        self.data, self.size, self.event_type = [], 0, ""
+        if not data:
+            return None
+        return event_type, self.last_id, b"\n".join(data)
+
+
+class _Reader(HttpSpooledReader):
+    options_model = SseOptions
+    kind = "SSE endpoint"
+
+    def __init__(self, options: dict[str, str]) -> None:
+        super().__init__(options)
+        self.last_id: str | None = None
+
+    def resume(self, spool: Spool) -> None:
+        last = last_record(spool)
+        if last is not None and _ID_SEPARATOR in last[0]:
+            self.last_id = last[0].split(_ID_SEPARATOR, 1)[1]
+
+    async def stream(self, connection: Connection) -> None:
+        import aiohttp
+
+        assert isinstance(self.opts, SseOptions)
+        wanted = self.opts.event_types()
+        headers = {"Accept": "text/event-stream", "Cache-Control": "no-cache"}
+        headers.update(connection.headers)
+        if self.last_id is not None:
+            headers["Last-Event-ID"] = self.last_id
+        request = connection.session.get(
+            connection.url, headers=headers, timeout=aiohttp.ClientTimeout(sock_read=None)
+        )
+        async with request as response:
+            await self.check(response)
+            if response.content_type != "text/event-stream":
+                raise self.refusal(f"answered with {response.content_type}, not an event stream")
+            parser = EventParser(self.opts.max_message_bytes, self.last_id)
+            async for chunk in response.content.iter_any():
+                try:
+                    events = parser.feed(chunk)
+                except ValueError as err:
+                    raise self.too_large(str(err)) from err
+                for event_type, event_id, data in events:
+                    self.last_id = event_id
+                    connection.backoff.succeeded()
+                    if wanted and event_type not in wanted:
+                        continue
+                    topic = (
+                        event_type if event_id is None else f"{event_type}{_ID_SEPARATOR}{event_id}"
+                    )
+                    await connection.buffer.put(topic, data)
+                if parser.retry_ms is not None:
+                    connection.backoff.first_s = parser.retry_ms / 1000
+
+
+class SseSource(DataSource):
+    """Options: ``options`` (the table's, as JSON), ``spool`` (its directory)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "arroyo_sse"
+
+    def schema(self) -> str:
+        return SPOOLED_SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        return StoppingWrapper(_Reader(dict(self.options)))
+
+
+def read_sse(ctx: ReadContext, table: TableSpec, opts: SseOptions) -> DataFrame:
+    """Each event's data as ``value``, its type and the last event id as the ``event_type``
+    and ``event_id`` metadata."""
+    from pyspark.sql import functions as F
+
+    df = read_http(ctx, SseSource, table.name, opts.model_dump_json(by_alias=True))
+    topic = F.col("_meta_topic")
+    has_id = F.instr(topic, _ID_SEPARATOR) > 0
+    return df.select(
+        "value",
+        "_source_time",
+        "_eoi",
+        F.substring_index(topic, _ID_SEPARATOR, 1).alias("_meta_event_type"),
+        F.when(has_id, F.substring_index(topic, _ID_SEPARATOR, -1)).alias("_meta_event_id"),
+    )
