@@ -155,6 +155,7 @@ async def test_definitions_become_fields(tmp_path: Path) -> None:
             {"name": "name", "type": ["null", "string"]},
             {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
             {"name": "xs", "type": {"type": "array", "items": "int"}},
+            {"name": "ys", "type": {"type": "array", "items": ["null", "string"]}},
         ],
     }
     async with running_api(tmp_path) as env:
@@ -188,6 +189,7 @@ async def test_definitions_become_fields(tmp_path: Path) -> None:
             "name": ("TEXT", False),
             "at": ("TIMESTAMP", True),
             "xs": ("INT[]", True),
+            "ys": ("TEXT[]", True),
         }
 
 
@@ -217,6 +219,22 @@ async def test_definitions_become_fields(tmp_path: Path) -> None:
         (
             {"schema": {"definition": {"type": "jsonSchema", "schema": "{"}}},
             "body.schema.definition.schema: not JSON",
+        ),
+        (
+            {"schema": {"definition": {"type": "jsonSchema", "schema": "[" * 100_000}}},
+            "body.schema.definition.schema: not JSON",
+        ),
+        (
+            {
+                "schema": {
+                    "definition": {
+                        "type": "jsonSchema",
+                        "schema": '{"type": "object", "properties": {"a": {"type": "string"}}, '
+                        '"required": true}',
+                    }
+                }
+            },
+            "body.schema.definition.required: a list of property names",
         ),
         (
             {"schema": {"definition": {"type": "protobufSchema", "schema": "syntax"}}},
@@ -386,3 +404,17 @@ async def test_autocomplete_lists_nats_streams_and_their_subjects(
         assert response.status == 200, values
         assert stream in values["stream"]
         assert {f"{stream}.a", f"{stream}.b"} <= set(values["subject"])
+
+
+def test_a_client_librarys_error_has_the_secrets_taken_out() -> None:
+    """A client library's message may quote the settings it was given: its secrets are
+    replaced before the message reaches the caller."""
+    from arroyo.api.connection_table_handlers import _scrubbed
+    from arroyo.api.models import REDACTED
+    from arroyo.connectors.kinesis.options import KinesisConnection
+
+    settings = KinesisConnection.model_validate(
+        {"aws_access_key_id": "AKID", "aws_secret_access_key": "s3cret-key"}
+    )
+    said = _scrubbed("refused key AKID with secret s3cret-key", KinesisConnection, settings)
+    assert said == f"refused key AKID with secret {REDACTED}"

@@ -147,10 +147,20 @@ class _Feeds:
                 self.pongs[key] += 1
         return ws
 
-    async def _metrics(self, request: web.Request) -> web.Response:
-        """Prometheus' text format; the counters move on at the 3rd and 6th request only."""
+    async def _metrics(self, request: web.Request) -> web.StreamResponse:
+        """Prometheus' text format; the counters move on at the 3rd and 6th request only. The
+        body comes in two chunks, a moment apart, as a large scrape would: the source reads it
+        whole."""
         version = min(self._seen(request) // 3, 2)
-        return web.Response(body=_prometheus(version), content_type="text/plain")
+        body = _prometheus(version)
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await response.prepare(request)
+        half = len(body) // 2
+        await response.write(body[:half])
+        await asyncio.sleep(0.05)
+        await response.write(body[half:])
+        await response.write_eof()
+        return response
 
     async def _lines(self, request: web.Request) -> web.Response:
         self._seen(request)

@@ -104,12 +104,12 @@ def receiver() -> Iterator[Receiver]:
         server.close()
 
 
-def _sql(receiver: Receiver, count: int, options: str = "") -> str:
+def _sql(receiver: Receiver, count: int, options: str = "", query: str = "") -> str:
     return (
         "CREATE TABLE src WITH (connector = 'impulse', event_rate = '1000', "
         f"message_count = '{count}');\n"
         "CREATE TABLE out (counter BIGINT) WITH (connector = 'webhook', type = 'sink', "
-        f"endpoint = '{receiver.url}'{', ' + options if options else ''});\n"
+        f"endpoint = '{receiver.url}{query}'{', ' + options if options else ''});\n"
         "INSERT INTO out SELECT counter FROM src;"
     )
 
@@ -169,15 +169,19 @@ def test_answers_500_are_retried_until_the_receiver_recovers(
     assert receiver.refused == 3
 
 
-def test_an_answer_400_fails_the_job_with_its_body(
-    spark: SparkSession, receiver: Receiver, tmp_path: Path
+def test_an_answer_400_fails_the_job_with_its_body_and_no_secret(
+    spark: SparkSession, receiver: Receiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The endpoint's token, from the environment, is sent but never quoted in the error."""
+    monkeypatch.setenv("ARROYO_TEST_HOOK_TOKEN", "tok-5ecret")
     receiver.answers = [(400, "field 'counter' is not allowed")] * 100
+    query = "?token={{ ARROYO_TEST_HOOK_TOKEN }}"
     with pytest.raises(JobFailedError) as caught:
-        start(spark, _sql(receiver, 3), tmp_path / "state").wait(timeout=300)
+        start(spark, _sql(receiver, 3, query=query), tmp_path / "state").wait(timeout=300)
     message = str(caught.value)
-    assert f"webhook sink 'out': {receiver.url} answered 400 Bad Request" in message, message
+    assert f"webhook sink 'out': {receiver.url}{query} answered 400 Bad Request" in message, message
     assert "field 'counter' is not allowed" in message, message
+    assert "tok-5ecret" not in message, message
 
 
 @pytest.mark.parametrize(

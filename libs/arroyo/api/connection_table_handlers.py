@@ -166,8 +166,9 @@ class ConnectionTableHandlers:
             # A client library's own error; only its type is logged (its message may quote
             # the settings it was given).
             log.warning("autocomplete_raised", connector=conn.name, error=type(err).__name__)
+            said = _scrubbed(str(err), conn.connection_model, settings)
             raise UpstreamFailedError(
-                f"connection profile '{profile.name}': {type(err).__name__}: {err}"
+                f"connection profile '{profile.name}': {type(err).__name__}: {said}"
             ) from err
         return m.ConnectionAutocomplete(values=values)
 
@@ -212,9 +213,23 @@ async def _table_test(checked: CheckedTable) -> AsyncIterator[tuple[bool, bool, 
         # The client library refused a setting only it knows: the user's to fix. Only the
         # type is logged: a client's message may quote its settings.
         log.warning("connection_table_test_raised", connector=conn.name, error=type(err).__name__)
-        yield True, True, f"{type(err).__name__}: {err}"
+        said = _scrubbed(str(err), type(checked.options), checked.options)
+        yield True, True, f"{type(err).__name__}: {said}"
         return
     yield False, True, "the table is ready to use"
+
+
+def _scrubbed(message: str, model: type[BaseModel] | None, settings: BaseModel) -> str:
+    """``message`` (a client library's) with the values of ``settings``'s secret options
+    replaced: such a message may quote the settings it was given."""
+    if model is None:
+        return message
+    secret = secret_fields(model)
+    for name, info in model.model_fields.items():
+        value = getattr(settings, name, None)
+        if (info.alias or name) in secret and isinstance(value, str) and value:
+            message = message.replace(value, m.REDACTED)
+    return message
 
 
 def _redact(model: type[BaseModel] | None, config: Mapping[str, str]) -> dict[str, str]:

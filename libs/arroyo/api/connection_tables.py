@@ -211,7 +211,9 @@ def _framing(given: str | dict[str, Any] | None) -> tuple[str | None, int | None
     if not isinstance(newline, dict):
         raise BadRequestError('body.schema.framing: "newline", or {"method": {"newline": {}}}')
     length = newline.get("maxLineLength", newline.get("max_line_length"))
-    if length is not None and (not isinstance(length, int) or length <= 0):
+    if length is not None and (
+        not isinstance(length, int) or isinstance(length, bool) or length <= 0
+    ):
         raise BadRequestError("body.schema.framing: maxLineLength must be a positive integer")
     return "newline", length
 
@@ -264,14 +266,17 @@ def definition_fields(kind: str, text: str) -> list[dict[str, Any]]:
         )
     try:
         schema = json.loads(text)
-    except ValueError as err:
+    except (ValueError, RecursionError) as err:
         raise BadRequestError(f"body.schema.definition.schema: not JSON: {err}") from err
-    if kind == "json_schema":
-        fields = _json_schema_fields(schema, "body.schema.definition")
-    else:
-        fields = _avro_fields(schema, "body.schema.definition")
-    for field in fields:
-        _name_types(field)
+    try:
+        if kind == "json_schema":
+            fields = _json_schema_fields(schema, "body.schema.definition")
+        else:
+            fields = _avro_fields(schema, "body.schema.definition")
+        for field in fields:
+            _name_types(field)
+    except RecursionError:
+        raise BadRequestError("body.schema.definition.schema: nested too deeply") from None
     return fields
 
 
@@ -287,7 +292,10 @@ def _name_types(field: dict[str, Any]) -> None:
 def _json_schema_fields(schema: Any, where: str) -> list[dict[str, Any]]:
     if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
         raise BadRequestError(f"{where}: a JSON Schema of an object with properties")
-    required = set(schema.get("required", []))
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(n, str) for n in required):
+        raise BadRequestError(f"{where}.required: a list of property names")
+    required = set(required)
     return [
         {"name": name, **_json_type(prop, f"{where}.{name}"), "required": name in required}
         for name, prop in schema["properties"].items()
@@ -341,6 +349,16 @@ def _avro_fields(schema: Any, where: str) -> list[dict[str, Any]]:
 
 
 def _avro_type(kind: Any, where: str) -> dict[str, Any]:
+    if isinstance(kind, list):  # a union (an array's items, say): its one type besides null
+        others = [k for k in kind if k != "null"]
+        if len(others) != 1:
+            raise BadRequestError(
+                f"{where}: an Avro union of {json.dumps(kind)} has no column type"
+            )
+        kind = others[0]
+    if isinstance(kind, dict) and isinstance(kind.get("type"), list | dict):
+        kind = kind["type"]  # {"type": [...]} or {"type": {...}}: the type it wraps
+        return _avro_type(kind, where)
     logical = kind.get("logicalType") if isinstance(kind, dict) else None
     if logical in ("timestamp-millis", "timestamp-micros"):
         return {"type": "timestamp", "unit": logical.removeprefix("timestamp-") + "second"}

@@ -3,7 +3,8 @@ sequence number of the last record a micro-batch took) as Spark's offsets, so a 
 replayed after a crash is read again from the stream itself.
 
 Offsets: ``{"shards": {shard id: {"after": the last sequence number taken (None: none yet),
-"start": where to begin when none was (TRIM_HORIZON or LATEST), "parents": [its parent shards],
+"start": where to begin when none was (TRIM_HORIZON, or for ``latest`` the time the pipeline
+first started, in ms: AT_TIMESTAMP), "parents": [its parent shards],
 "closed": whether it was read to its end, "from": the first sequence number this batch took}}}``.
 Shard iterators expire after five minutes, so the offsets keep sequence numbers, and iterators
 are made from them (AFTER_SEQUENCE_NUMBER) when needed: that is what survives a restart.
@@ -98,11 +99,15 @@ class _Shards:
         except Exception as err:  # botocore's ClientError, EndpointConnectionError...
             raise self._fail("listing its shards", err) from err
 
-    def iterator(self, shard: str, kind: str, sequence: str | None = None) -> str | None:
+    def iterator(
+        self, shard: str, kind: str, sequence: str | None = None, at_ms: int | None = None
+    ) -> str | None:
         args: dict[str, Any] = {"StreamName": self.opts.stream_name, "ShardId": shard}
         args["ShardIteratorType"] = kind
         if sequence is not None:
             args["StartingSequenceNumber"] = sequence
+        if at_ms is not None:
+            args["Timestamp"] = at_ms / 1000
         try:
             found = self.kinesis.get_shard_iterator(**args)
         except Exception as err:
@@ -122,7 +127,9 @@ class _Shards:
             raise self._fail(f"reading shard {shard}", err) from err
 
 
-def _entry(shard: dict[str, Any], start: str) -> dict[str, Any]:
+def _entry(shard: dict[str, Any], start: str | int) -> dict[str, Any]:
+    """A shard's offsets before it gave a record: ``start`` is TRIM_HORIZON or the time (ms)
+    the pipeline started, from which its records are read (AT_TIMESTAMP)."""
     parents = [shard.get("ParentShardId"), shard.get("AdjacentParentShardId")]
     return {
         "after": None,
@@ -138,6 +145,7 @@ class _Reader(SimpleDataSourceStreamReader):
         self.opts = KinesisOptions.model_validate(json.loads(options["options"]))
         self.max_rows = int(options.get("max_rows") or _BATCH_ROWS)
         self._shards: _Shards | None = None
+        self._latest: set[str] = set()  # shards this new pipeline's reader starts at LATEST
         self._reset()
 
     def _reset(self) -> None:
@@ -152,6 +160,7 @@ class _Reader(SimpleDataSourceStreamReader):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.opts, self.max_rows = state["opts"], state["max_rows"]
         self._shards = None
+        self._latest = set()
         self._reset()
 
     @property
@@ -161,9 +170,19 @@ class _Reader(SimpleDataSourceStreamReader):
         return self._shards
 
     def initialOffset(self) -> Offsets:
-        start = "TRIM_HORIZON" if self.opts.source_offset == "earliest" else "LATEST"
+        # "latest" is fixed now, as a time: a shard first read after a restart, or after its
+        # iterator expired, starts from it too, and loses nothing put while the pipeline was
+        # down (a LATEST iterator would start at the time it is made).
+        start: str | int = "TRIM_HORIZON"
+        if self.opts.source_offset == "latest":
+            start = int(time.time() * 1000)
+        listed = self.shards.listed()
+        # This first run reads them from LATEST, which is that time as near as makes no
+        # difference (and kinesalite, the tests' server, never answers GetRecords of an
+        # AT_TIMESTAMP iterator past a shard's last record).
+        self._latest = {s["ShardId"] for s in listed} if isinstance(start, int) else set()
         self._listed_at = time.monotonic()
-        return {"shards": {s["ShardId"]: _entry(s, start) for s in self.shards.listed()}}
+        return {"shards": {s["ShardId"]: _entry(s, start) for s in listed}}
 
     def _relist(self, shards: dict[str, dict[str, Any]]) -> bool:
         """New shards added, closed ones the stream no longer lists dropped; whether any was."""
@@ -202,6 +221,11 @@ class _Reader(SimpleDataSourceStreamReader):
                     iterator = self.shards.iterator(
                         shard_id, "AFTER_SEQUENCE_NUMBER", entry["after"]
                     )
+                elif shard_id in self._latest:
+                    self._latest.discard(shard_id)
+                    iterator = self.shards.iterator(shard_id, "LATEST")
+                elif isinstance(entry["start"], int):
+                    iterator = self.shards.iterator(shard_id, "AT_TIMESTAMP", at_ms=entry["start"])
                 else:
                     iterator = self.shards.iterator(shard_id, entry["start"])
                 self._iterators[shard_id] = iterator

@@ -72,10 +72,15 @@ class _Reader(HttpSpooledReader):
             await self.check(response)
             if (response.content_length or 0) > limit:
                 raise self.too_large("a body")
-            body = await response.content.read(limit + 1)
-            if len(body) > limit:
-                raise self.too_large("a body")
-            return body
+            # The whole body (read(n) gives only what has arrived), and no more than the limit.
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.content.iter_chunked(64 * 1024):
+                size += len(chunk)
+                if size > limit:
+                    raise self.too_large("a body")
+                chunks.append(chunk)
+            return b"".join(chunks)
 
 
 class PollingHttpSource(DataSource):

@@ -144,7 +144,8 @@ class _Poster:
         import aiohttp
 
         timeout = aiohttp.ClientTimeout(total=self.options.request_timeout_s())
-        where = f"webhook sink '{self.sink}': {self.url}"
+        # The endpoint as written: {{ VAR }}s in it (a token, say) stay out of errors.
+        where = f"webhook sink '{self.sink}': {self.options.endpoint}"
         last = ""
         for attempt in range(_ATTEMPTS):
             if attempt:
