@@ -5,7 +5,6 @@ reads the output back."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from tests.cluster.harness import Cluster, running_cluster
 from tests.connectors.test_kinesis import read_stream
 from tests.connectors.test_mqtt import _Client as MqttClient
 from tests.connectors.test_nats import _Client as NatsClient
+from tests.connectors.test_rabbitmq import _publish as publish_to_stream
 
 pytestmark = [
     pytest.mark.spark,
@@ -39,20 +39,6 @@ pytestmark = [
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
     with running_cluster(tmp_path, f"sqlite:///{tmp_path / 'arroyo.db'}") as c:
         yield c
-
-
-def _rabbitmq_publish(node: RabbitmqNode, stream: str, values: range) -> None:
-    from rstream import Producer
-
-    async def send() -> None:
-        async with Producer(
-            node.host, node.stream_port, username=node.username, password=node.password
-        ) as producer:
-            await producer.create_stream(stream, exists_ok=True)
-            for n in values:
-                await producer.send_wait(stream, json.dumps({"n": n}).encode())
-
-    asyncio.run(send())
 
 
 def test_message_systems_in_and_out_through_the_cluster(
@@ -75,7 +61,7 @@ def test_message_systems_in_and_out_through_the_cluster(
             {"Data": json.dumps({"n": n}).encode(), "PartitionKey": str(n)} for n in range(10)
         ],
     )
-    _rabbitmq_publish(rabbitmq, f"r-{tag}", range(10, 20))
+    publish_to_stream(rabbitmq, f"r-{tag}", list(range(10, 20)), create=True)
     nats = NatsClient(nats_server)
     nats.stream(f"js-{tag}", [f"js.{tag}"])
     for n in range(20, 30):

@@ -8,7 +8,6 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -20,6 +19,7 @@ from arroyo.errors import JobFailedError, PlanningError
 from arroyo.testing.certificates import write_certificates
 from arroyo.testing.kafka import KafkaBroker
 from arroyo.testing.schema_registry import SchemaRegistry
+from tests.connectors.pipelines import json_lines
 from tests.connectors.test_kafka import _events, _run_until, _values
 
 _REGISTRY_LOGIN = ("sr-key", "sr-secret")
@@ -290,9 +290,5 @@ def test_avro_through_a_schema_registry_with_basic_auth(
         f"INSERT INTO o SELECT id, user, ts FROM framed;"
     )
 
-    def rows() -> list[dict[str, Any]]:
-        text = out.read_text() if out.exists() else ""
-        return [json.loads(line) for line in text.splitlines()]
-
-    _run_until(spark, read, tmp_path / "r", lambda: len(rows()) >= 12)
-    assert sorted(rows(), key=lambda r: r["id"]) == [json.loads(e) for e in _events(0, 12)]
+    _run_until(spark, read, tmp_path / "r", lambda: len(json_lines(out)) >= 12)
+    assert sorted(json_lines(out), key=lambda r: r["id"]) == [json.loads(e) for e in _events(0, 12)]
