@@ -234,13 +234,20 @@ def test_lookups_are_batched_not_a_round_trip_per_row(
 def test_lookups_answered_by_the_cache_are_counted(
     spark: SparkSession, server: RedisServer, client: Any, tmp_path: Path
 ) -> None:
-    """The cache on, three seconds of rows in many micro-batches: the keys not answered by
-    the cache are the keys Redis was asked for."""
+    """The cache on, three seconds of rows, each task's rows in Arrow batches of 100 (so one
+    Python worker answers many batches, whichever worker Spark hands a task): the keys not
+    answered by the cache are the keys Redis was asked for."""
     for k in range(2):
         client.set(str(k), json.dumps({"name": f"n{k}", "plan": "p"}))
     client.config_resetstat()
     out = tmp_path / "out.json"
-    _run(spark, _lookup_sql(server, out, "LEFT JOIN", count=3000), tmp_path / "state")
+    arrow_batch = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    before = spark.conf.get(arrow_batch)
+    spark.conf.set(arrow_batch, "100")
+    try:
+        _run(spark, _lookup_sql(server, out, "LEFT JOIN", count=3000), tmp_path / "state")
+    finally:
+        spark.conf.set(arrow_batch, before)
     counts = lookup_counts("customers")
     assert counts is not None and counts.rows == 3000 and counts.cache_hits > 0, counts
     stats = client.info("stats")
