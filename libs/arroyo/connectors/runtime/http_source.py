@@ -123,12 +123,9 @@ class HttpSpooledReader(SpooledReader):
         super().__init__(options)
         self.opts = self.options_model.model_validate(json.loads(options["options"]))
         self.give_up_s = float(options.get("give_up_s", GIVE_UP_S))
-        # The spool position up to which micro-batches have taken (None: before the first).
-        self._taken: int | None = None
-
-    @property
-    def taken(self) -> int:
-        return self.spool.end if self._taken is None else self._taken
+        # The spool position up to which micro-batches have taken: from the first read on,
+        # which sets it (to where the checkpoint starts) before it connects.
+        self.taken = 0
 
     @property
     def where(self) -> str:
@@ -219,10 +216,14 @@ class HttpSpooledReader(SpooledReader):
     def read(self, start: dict[str, int]) -> tuple[Iterator[Any], dict[str, int]]:
         if self.client is not None:
             self.client.buffer.flush_dropped()
+        else:
+            # Before the connection starts: a burst that comes before this read ends is bounded
+            # by what the checkpoint has taken, not by the spool's end as it grows.
+            self.taken = start["pos"]
         begin, end = self.available(start)
         # Up to what is flushed: the connection appends without flushing (Buffer.put).
         batches, end = arrow_batches(self.spool, begin, min(end, self.spool.flush()))
-        self._taken = end
+        self.taken = end
         return iter(batches), {"pos": end}
 
     def readBetweenOffsets(self, start: dict[str, int], end: dict[str, int]) -> Iterator[Any]:
