@@ -1,11 +1,13 @@
 """Events/s of the SSE and WebSocket sources reading a local server that sends as fast as it
-can, beside a plain aiohttp client reading the same server alone.
+can, beside a plain aiohttp client reading the same server alone: for SSE, one that only
+splits the stream at blank lines ("client"), and one that reads events, parsing each line's
+field as the standard says ("events").
 
 The server is aiohttp in this process (on a thread of its own): on each connection (the
 WebSocket one after a subscription message) it sends ``--events`` events, ``{"n": 17}`` each
 (SSE: ``data:`` lines, written a thousand events at a time; WebSocket: one text message each),
 then holds the connection open. Both sides are timed from the server's first write: the
-client to its last event (it splits the events out and does not decode the JSON), the
+client to its last event (it does not decode the JSON), the
 pipeline to the end of the micro-batch that read the last one (``connector = 'sse'`` or
 ``'websocket'``, decoded into a column, into a ``blackhole``), in this process's Spark (local,
 parallelism 2), as ``arroyo run`` runs one. "with start-up" adds, for the pipeline, the time
@@ -94,8 +96,11 @@ class Server:
         self.thread.join()
 
 
-def client(server: Server, kind: str) -> float:
-    """Seconds from the first write to the last event read by a plain client."""
+def client(server: Server, kind: str, parse: bool = False) -> float:
+    """Seconds from the first write to the last event read by a plain client. SSE: split at
+    blank lines only, or (``parse``) read as events, each line's field parsed as the standard
+    says (``data``, ``id``, ``event``; the data lines joined), as a client that hands its
+    user events does."""
 
     async def read() -> float:
         count = 0
@@ -108,6 +113,30 @@ def client(server: Server, kind: str) -> float:
                             count += 1
                             if count == server.events:
                                 return time.perf_counter()
+            elif parse:
+                async with session.get(server.url(kind)) as response:
+                    pending, data = b"", list[bytes]()
+                    fields: dict[bytes, bytes] = {}
+                    received: list[tuple[bytes, bytes | None, bytes]] = []
+                    async for chunk in response.content.iter_any():
+                        *lines, pending = (pending + chunk).split(b"\n")
+                        for raw in lines:
+                            line = raw.rstrip(b"\r")
+                            if not line:
+                                if data:
+                                    kind_ = fields.get(b"event", b"message")
+                                    received.append((kind_, fields.get(b"id"), b"\n".join(data)))
+                                    data = []
+                                continue
+                            field, _, value = line.partition(b":")
+                            value = value[1:] if value.startswith(b" ") else value
+                            if field == b"data":
+                                data.append(value)
+                            elif field in (b"id", b"event"):
+                                fields[field] = value
+                        if len(received) >= server.events:
+                            return time.perf_counter()
+                    count = len(received)
             else:
                 async with session.get(server.url(kind)) as response:
                     pending = b""
@@ -175,6 +204,10 @@ def main() -> None:
                 seconds = client(server, kind)
                 rate = args.events / seconds
                 print(f"{kind:<10} {'client':<9} {seconds:>8.2f} {rate:>10.0f}")
+                if kind == "sse":
+                    seconds = client(server, kind, parse=True)
+                    rate = args.events / seconds
+                    print(f"{kind:<10} {'events':<9} {seconds:>8.2f} {rate:>10.0f}")
                 seconds, startup = pipeline(spark, server, kind)
                 rate, total = args.events / seconds, args.events / (seconds + startup)
                 print(f"{kind:<10} {'pipeline':<9} {seconds:>8.2f} {rate:>10.0f} {total:>14.0f}")

@@ -15,6 +15,7 @@ import pytest
 from arroyo.store import ConnectionTableId
 from arroyo.testing.ports import free_port
 from tests.api import Env, error_of, running_api
+from tests.feeds import POLLED, serve
 
 if TYPE_CHECKING:
     from arroyo.compiler import Compiler
@@ -371,6 +372,44 @@ async def test_autocomplete_lists_topics_and_a_test_streams_the_newest_records(
         events = await _events(await env.client.post(f"{TABLES}/test", json=table))
         assert events[-1]["error"] and events[-1]["done"]
         assert "no topic 'no-such-topic'" in events[-1]["message"]
+
+
+@pytest.mark.http
+async def test_a_test_of_an_http_source_streams_its_first_messages(tmp_path: Path) -> None:
+    port = free_port()
+    runner = await serve(port)
+    base = f"http://127.0.0.1:{port}"
+    schema = {"format": {"json": {}}, "fields": FIELDS[:2]}
+    try:
+        async with running_api(tmp_path) as env:
+            for connector, config in [
+                ("sse", {"endpoint": f"{base}/sse"}),
+                (
+                    "websocket",
+                    {"endpoint": f"ws://127.0.0.1:{port}/ws", "subscription_message": "subscribe"},
+                ),
+                ("polling_http", {"endpoint": f"{base}/poll", "poll_interval_ms": "50"}),
+            ]:
+                table = {"name": "t", "connector": connector, "config": config, "schema": schema}
+                events = await _events(await env.client.post(f"{TABLES}/test", json=table))
+                assert events[-1] == {
+                    "error": False,
+                    "done": True,
+                    "message": "the table is ready to use",
+                }, (connector, events)
+                records = [json.loads(e["message"]) for e in events if e["message"][0] == "{"]
+                if connector == "polling_http":  # emit_behavior 'all': each poll's body
+                    assert records == [POLLED] * 5, events
+                else:
+                    assert [r["id"] for r in records] == [0, 1, 2, 3, 4], (connector, events)
+
+            table = {"name": "t", "connector": "sse", "config": {"endpoint": f"{base}/x"}}
+            table["schema"] = schema
+            events = await _events(await env.client.post(f"{TABLES}/test", json=table))
+            assert events[-1]["error"] and events[-1]["done"], events
+            assert f"SSE endpoint {base}/x answered 404: no such feed" in events[-1]["message"]
+    finally:
+        await runner.cleanup()
 
 
 @pytest.mark.nats

@@ -50,6 +50,10 @@ class Cluster:
     database_url: str
     env: dict[str, str] = field(default_factory=dict)
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    # How each service was started (its command and environment), for ``restore``.
+    launched: dict[str, tuple[list[str], dict[str, str]]] = field(default_factory=dict)
+    # The bucket of its checkpoints, where they are in an object store.
+    bucket: str | None = None
 
     def __post_init__(self) -> None:
         self.env = {
@@ -74,10 +78,12 @@ class Cluster:
         self, name: str, command: list[str] | None = None, env: dict[str, str] | None = None
     ) -> None:
         """``arroyo <command>`` (default: ``arroyo <name>``) as the service ``name``, with
-        ``env`` over the cluster's environment."""
+        ``env`` over the cluster's environment; ``restore`` starts it the same way again."""
+        command = command or [name]
+        self.launched[name] = (command, env or {})
         log = (self.root / "logs" / f"{name}.log").open("ab")
         self.processes[name] = subprocess.Popen(
-            [sys.executable, "-m", "arroyo_cli.main", *(command or [name])],
+            [sys.executable, "-m", "arroyo_cli.main", *command],
             env={**self.env, **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=log,
@@ -86,9 +92,14 @@ class Cluster:
         )
 
     def admin_status(self, name: str) -> dict[str, Any]:
-        url = f"http://127.0.0.1:{self.env[f'ARROYO__{name.upper()}__ADMIN_PORT']}/status"
-        with urllib.request.urlopen(url, timeout=5) as response:
+        command, env = self.launched.get(name, ([name], {}))
+        port = {**self.env, **env}[f"ARROYO__{command[0].upper()}__ADMIN_PORT"]
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as response:
             return dict(json.loads(response.read()))
+
+    def nodes(self) -> list[str]:
+        """The running services that are nodes."""
+        return [n for n in self.processes if self.launched.get(n, ([n], {}))[0][0] == "node"]
 
     def wait_ready(self, name: str) -> None:
         """Until the service's admin server answers /status (it starts once the service is up,
@@ -99,6 +110,15 @@ class Cluster:
         process = self.processes.pop(name)
         process.send_signal(sig)
         return process.wait(timeout)
+
+    def restore(self) -> None:
+        """Starts again any service that is not running (a test that stops or kills one, or
+        failed part-way, leaves it so)."""
+        for name, (command, env) in list(self.launched.items()):
+            process = self.processes.get(name)
+            if process is None or process.poll() is not None:
+                self.start(name, command, env)
+                self.wait_ready(name)
 
     def logs(self) -> str:
         parts = []

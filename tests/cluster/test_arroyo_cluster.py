@@ -54,7 +54,7 @@ INSERT INTO out SELECT counter FROM impulse;"""
 
 
 # With --s3: the cluster runs an S3 server and keeps its checkpoints there, as nodes that share
-# no disk would (the same services otherwise; tests/cluster/test_s3_checkpoints.py moves a job
+# no disk would (the same services otherwise; tests/cluster/test_cluster.py moves a job
 # between two such nodes).
 def test_cluster_is_ready_when_it_says_so_supervises_and_stops(tmp_path: Path) -> None:
     cluster = Cluster(tmp_path, f"sqlite:///{tmp_path / 'a.db'}")

@@ -1,5 +1,10 @@
 """The control plane end to end: real services as separate processes, real Spark workers, a
-real database (SQLite and PostgreSQL), driven through the REST API as a user drives it."""
+real database (SQLite and PostgreSQL), driven through the REST API as a user drives it.
+
+On SQLite, the embedded default, the session's cluster (conftest.py). On PostgreSQL, a cluster
+laid out as in production: checkpoints in an object store (``checkpoint_url`` on the S3
+server) and two nodes that share no disk (each its own data directory, each worker its own
+working copy of the state)."""
 
 from __future__ import annotations
 
@@ -7,13 +12,16 @@ import itertools
 import json
 import os
 import signal
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pyarrow import fs as pafs
 
+from arroyo.testing.ports import free_port
+from arroyo.testing.s3 import REGION, S3Server
 from tests.cluster.harness import (
-    SERVICES,
     ApiError,
     Cluster,
     fresh_postgres_database,
@@ -21,6 +29,7 @@ from tests.cluster.harness import (
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("cluster")]
+
 
 # 100 events per second of event time, one per 10 ms: every one-second window counts 100.
 WINDOWED = """
@@ -39,28 +48,41 @@ FROM impulse GROUP BY window;
 def cluster(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
-    """One cluster per database for the module's tests (a start is four services, two JVMs and
-    a warm worker): each test works in pipelines of its own, and one that kills a service
-    starts it again before it ends."""
-    root = tmp_path_factory.mktemp(f"cluster-{request.param}")
+    """The session's cluster on SQLite (see conftest.py), or one on PostgreSQL for the module's
+    tests on it."""
     if request.param == "sqlite":
-        database_url = f"sqlite:///{root / 'arroyo.db'}"
-    else:
-        database_url = fresh_postgres_database(request.getfixturevalue("postgres_url"))
-    with running_cluster(root, database_url) as c:
+        yield request.getfixturevalue("sqlite_cluster")
+        return
+    s3_server: S3Server = request.getfixturevalue("s3_server")
+    bucket = f"cluster-{uuid.uuid4().hex[:12]}"
+    s3_server.create_bucket(bucket)
+    env = {
+        "ARROYO__CHECKPOINT_URL": f"s3://{bucket}/checkpoints",
+        "AWS_ACCESS_KEY_ID": s3_server.access_key,
+        "AWS_SECRET_ACCESS_KEY": s3_server.secret_key,
+        "AWS_ENDPOINT": s3_server.endpoint,
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_ALLOW_HTTP": "true",
+    }
+    root = tmp_path_factory.mktemp("cluster-postgres")
+    database_url = fresh_postgres_database(request.getfixturevalue("postgres_url"))
+    with running_cluster(root, database_url, env) as c:
+        c.bucket = bucket
+        second = {
+            "ARROYO__NODE__PORT": str(free_port()),
+            "ARROYO__NODE__ADMIN_PORT": str(free_port()),
+            "ARROYO__DATA_DIR": str(root / "machine-b"),
+        }
+        c.start("node-b", ["node"], env=second)
+        c.wait_ready("node-b")
         yield c
 
 
 @pytest.fixture(autouse=True)
 def whole_cluster(cluster: Cluster) -> Iterator[None]:
-    """A test that failed part-way may have left a service stopped (the recovery test stops
-    and kills them): the next test gets every service back."""
+    """The recovery test stops and kills services: the next test gets every service back."""
     yield
-    for name in SERVICES:
-        process = cluster.processes.get(name)
-        if process is None or process.poll() is not None:
-            cluster.start(name)
-            cluster.wait_ready(name)
+    cluster.restore()
 
 
 def windows(path: Path) -> list[dict[str, object]]:
@@ -144,17 +166,30 @@ def test_lifecycle_through_the_api(cluster: Cluster, tmp_path: Path) -> None:
     assert gone.value.status == 404
 
 
-def worker_pid(cluster: Cluster, pid: str) -> int:
-    """The pid of the job's worker, as its node reports it on /status."""
+def worker_node(cluster: Cluster, pid: str) -> tuple[str, int] | None:
+    """The node holding the job's worker, and the worker's pid, as the nodes report them on
+    /status (None while no running node holds it)."""
     worker_id = cluster.job(pid)["worker_id"]
-    workers = cluster.admin_status("node")["workers"]
-    return next(int(w["pid"]) for w in workers if w["worker_id"] == worker_id)
+    for node in cluster.nodes():
+        for w in cluster.admin_status(node)["workers"]:
+            if w["worker_id"] == worker_id:
+                return node, int(w["pid"])
+    return None
 
 
-# The services are killed on PostgreSQL, the cluster's database (tests/store runs the store's
-# own tests on both databases, and the lifecycle runs on SQLite).
+def worker_pid(cluster: Cluster, pid: str) -> int:
+    """The pid of the job's worker."""
+    return cluster.until("the job's worker", lambda: worker_node(cluster, pid))[1]
+
+
+# The services are killed on the production-like cluster (PostgreSQL, checkpoints in S3, two
+# nodes; tests/store runs the store's own tests on both databases, and the lifecycle runs on
+# SQLite).
+@pytest.mark.s3
 @pytest.mark.parametrize("cluster", ["postgres"], indirect=True)
-def test_recovers_from_killed_worker_node_and_controller(cluster: Cluster, tmp_path: Path) -> None:
+def test_recovers_from_killed_worker_node_and_controller(
+    cluster: Cluster, s3_server: S3Server, tmp_path: Path
+) -> None:
     output = tmp_path / "out" / "windows.json"
     pid = create(cluster, output)
     cluster.wait_state(pid, "Running")
@@ -182,26 +217,36 @@ def test_recovers_from_killed_worker_node_and_controller(cluster: Cluster, tmp_p
     assert cluster.job(pid)["generation"] == running["generation"]
     assert cluster.job(pid)["state"] == "Running"
 
-    # kill -9 the node: its worker dies with it; a new node takes the job over.
-    worker = worker_pid(cluster, pid)
-    assert cluster.stop("node", signal.SIGKILL) == -signal.SIGKILL
+    # kill -9 the node that holds the job; it stays down, its worker dies with it, and the job
+    # resumes on the other node (which shares no disk with it) from the checkpoints in S3.
+    node, worker = cluster.until("the node holding the job", lambda: worker_node(cluster, pid))
+    assert cluster.stop(node, signal.SIGKILL) == -signal.SIGKILL
     cluster.until("the orphaned worker gone", lambda: not os.path.exists(f"/proc/{worker}"))
-    cluster.start("node")
     cluster.until(
-        "a generation on the new node",
+        "a generation on the other node",
         lambda: (
             (j := cluster.job(pid))["state"] == "Running"
             and j["generation"] > running["generation"]
+            and (held := worker_node(cluster, pid)) is not None
+            and held[0] != node
         ),
     )
     seen = len(windows(output))
-    cluster.until("windows on the new node", lambda: len(windows(output)) >= seen + 2)
+    cluster.until("windows on the other node", lambda: len(windows(output)) >= seen + 2)
 
     cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "checkpoint"})
     cluster.wait_state(pid, "Stopped")
     assert_exactly_once(windows(output))
     errors = cluster.call("GET", f"/pipelines/{pid}/jobs/{running['id']}/errors")["data"]
     assert any("worker" in e["message"] for e in errors), errors
+
+    # The checkpoints are in the bucket, as a plain listing shows, and on no machine's disk.
+    selector = pafs.FileSelector(f"{cluster.bucket}/checkpoints", recursive=True)
+    keys = [i.path for i in s3_server.filesystem().get_file_info(selector) if i.is_file]
+    assert any("/checkpoint/commits/" in k for k in keys), keys
+    assert any("/checkpoint/state/" in k for k in keys), keys
+    assert not (cluster.root / "data" / "checkpoints").exists()
+    assert not (cluster.root / "machine-b" / "checkpoints").exists()
 
 
 # Bad input is answered by the api and the compiler, whichever the database: on the embedded
@@ -257,6 +302,8 @@ def read_events(cluster: Cluster, path: str) -> list[tuple[str, str]]:
     return events
 
 
+# Previews run on the embedded default: they do not touch the store differently.
+@pytest.mark.parametrize("cluster", ["sqlite"], indirect=True)
 def test_preview_streams_a_bare_select(cluster: Cluster) -> None:
     query = """
     CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '50', message_count = '20');

@@ -8,13 +8,11 @@ import random
 import signal
 import threading
 from collections import Counter
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from arroyo.testing.kafka import KafkaBroker
-from tests.cluster.harness import Cluster, running_cluster
+from tests.cluster.harness import Cluster
 from tests.cluster.test_cluster import worker_pid
 
 pytestmark = [
@@ -35,12 +33,6 @@ INSERT INTO counts
 SELECT tumble(interval '1 second') AS window, count(*) AS n, min(id) AS first
 FROM events GROUP BY window;
 """
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    with running_cluster(tmp_path, f"sqlite:///{tmp_path / 'arroyo.db'}") as c:
-        yield c
 
 
 def _event(i: int) -> str:

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -17,7 +15,7 @@ from arroyo.testing.mosquitto import Mosquitto
 from arroyo.testing.nats import NatsServer
 from arroyo.testing.rabbitmq import RabbitmqNode
 from arroyo.testing.redis import RedisServer
-from tests.cluster.harness import Cluster, running_cluster
+from tests.cluster.harness import Cluster
 from tests.connectors.test_kinesis import read_stream
 from tests.connectors.test_mqtt import _Client as MqttClient
 from tests.connectors.test_nats import _Client as NatsClient
@@ -33,12 +31,6 @@ pytestmark = [
     pytest.mark.redis,
     pytest.mark.xdist_group("cluster"),
 ]
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    with running_cluster(tmp_path, f"sqlite:///{tmp_path / 'arroyo.db'}") as c:
-        yield c
 
 
 def test_message_systems_in_and_out_through_the_cluster(

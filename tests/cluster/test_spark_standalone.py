@@ -1,7 +1,7 @@
 """A pipeline through the cluster whose workers run on a Spark standalone master and worker,
 both started on loopback from the pyspark install, with its checkpoints on the S3 server: the
 executors on the Spark worker write the window's state there, as executors on other machines
-must (tests/cluster/test_s3_checkpoints.py moves a job between nodes)."""
+must (the recovery test in tests/cluster/test_cluster.py moves a job between nodes)."""
 
 from __future__ import annotations
 

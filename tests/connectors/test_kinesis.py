@@ -7,6 +7,7 @@ a missing stream, a server that is not there, and options that cannot work, each
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from pyspark.sql import SparkSession
 
 from arroyo.engine.catalog import spark_planner
 from arroyo.errors import JobFailedError, PlanningError
-from arroyo.testing.kinesis import KinesisServer
+from arroyo.testing.kinesis import REGION, KinesisServer
 from tests.connectors.pipelines import json_lines, start, stop
 from tests.waiting import wait_until
 
@@ -168,6 +169,39 @@ def test_a_stream_that_cannot_be_read_fails_the_job_naming_it(
     runner = start(spark, sql, tmp_path / "state")
     with pytest.raises(JobFailedError, match=message):
         runner.wait(timeout=120)
+
+
+def test_autocomplete_lists_streams_and_a_sample_reads_the_newest_records(
+    kinesis: KinesisServer,
+) -> None:
+    """What a profile's autocompletion and a saved table's test read (the api calls these):
+    the stream names, and the newest records over every shard, with no reader's position
+    moved (nothing is stored)."""
+    from arroyo.connectors.base import ConnectorError
+    from arroyo.connectors.kinesis import KinesisConnector
+    from arroyo.connectors.kinesis.options import KinesisConnection
+
+    stream = f"sampled-{uuid.uuid4().hex[:8]}"
+    kinesis.create_stream(stream, shards=2)
+    for n in range(8):  # one call each, so that arrival times are ordered
+        _put(kinesis, stream, range(n, n + 1))
+    conn = KinesisConnector()
+    settings = {
+        "aws_endpoint": kinesis.endpoint,
+        "aws_region": REGION,
+        "aws_access_key_id": "arroyo",
+        "aws_secret_access_key": "arroyo-test",
+    }
+    listed = conn.autocomplete(KinesisConnection.model_validate(settings))["stream_name"]
+    assert stream in listed
+    options = conn.parse_options({**settings, "stream_name": stream})
+    sampled = conn.sample(options, 3, 10.0)
+    assert [json.loads(r)["n"] for r in sampled or []] == [5, 6, 7]
+
+    missing = conn.parse_options({**settings, "stream_name": "nope"})
+    named = re.escape(f"kinesis stream 'nope' at {kinesis.endpoint}")
+    with pytest.raises(ConnectorError, match=named):
+        conn.sample(missing, 3, 10.0)
 
 
 @pytest.mark.parametrize(

@@ -146,6 +146,34 @@ def test_a_refused_login_fails_the_job_naming_the_broker(
         runner.wait(timeout=120)
 
 
+def test_a_sample_reads_the_retained_messages_in_a_clean_session(mosquitto: Mosquitto) -> None:
+    """What a saved table's test reads (the api calls it): a subscription of its own, with a
+    clean session, gets the topics' retained messages; a refused login is named."""
+    from arroyo.connectors.base import ConnectorError
+    from arroyo.connectors.mqtt import MqttConnector
+
+    prefix = f"sampled/{uuid.uuid4().hex[:8]}"
+    publisher = _Client(mosquitto)
+    try:
+        for n in range(3):
+            message = publisher.client.publish(f"{prefix}/{n}", json.dumps({"n": n}), 1, True)
+            message.wait_for_publish(10)
+    finally:
+        publisher.close()
+    conn = MqttConnector()
+    settings = {
+        "url": f"tcp://{mosquitto.host}:{mosquitto.port}",
+        "username": mosquitto.username,
+        "password": mosquitto.password,
+        "topic": f"{prefix}/#",
+    }
+    sampled = conn.sample(conn.parse_options(settings), 3, 10.0)
+    assert sorted(json.loads(m)["n"] for m in sampled) == [0, 1, 2]
+    wrong = conn.parse_options({**settings, "password": "wrong"})
+    with pytest.raises(ConnectorError, match="refused the connection"):
+        conn.sample(wrong, 3, 10.0)
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

@@ -8,6 +8,7 @@ options refused."""
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -148,6 +149,53 @@ def test_a_stream_is_read_once_across_a_restart(
     assert {r["subject"] for r in json_lines(out)} == {f"{name}.a", f"{name}.b"}
 
 
+def test_a_sample_reads_a_streams_newest_messages_and_a_subjects_next(
+    nats_server: NatsServer, client: _Client
+) -> None:
+    """What a saved table's test reads (the api calls it): a stream's last messages, fetched
+    with no consumer made; a core subject's next messages; a missing stream named."""
+    from arroyo.connectors.base import ConnectorError
+    from arroyo.connectors.nats import NatsConnector
+
+    name = f"S{uuid.uuid4().hex[:8]}"
+    client.stream(name, [f"{name}.>"])
+    for n in range(8):
+        client.publish_js(f"{name}.a", json.dumps({"n": n}))
+    conn = NatsConnector()
+    settings = {
+        "servers": f"{nats_server.host}:{nats_server.port}",
+        "auth.type": "credentials",
+        "auth.username": nats_server.username,
+        "auth.password": nats_server.password,
+    }
+    sampled = conn.sample(conn.parse_options({**settings, "stream": name}), 3, 10.0)
+    assert [json.loads(m)["n"] for m in sampled] == [5, 6, 7]
+    info = client.loop.run(client.nc.jetstream().stream_info(name), 10)
+    assert info.state.consumer_count == 0
+
+    publishing = threading.Event()
+
+    def publish() -> None:
+        n = 0
+        while not publishing.wait(0.05):
+            client.publish(f"{name}.core", json.dumps({"n": n}))
+            n += 1
+
+    publisher = threading.Thread(target=publish, daemon=True)
+    publisher.start()
+    try:
+        subject = conn.parse_options({**settings, "subject": f"{name}.core"})
+        sampled = conn.sample(subject, 3, 10.0)
+    finally:
+        publishing.set()
+        publisher.join(10)
+    numbers = [json.loads(m)["n"] for m in sampled]
+    assert numbers == list(range(numbers[0], numbers[0] + 3))
+
+    with pytest.raises(ConnectorError, match="no JetStream stream named 'nope'"):
+        conn.sample(conn.parse_options({**settings, "stream": "nope"}), 3, 10.0)
+
+
 def test_a_malformed_message_fails_the_job_naming_the_table(
     spark: SparkSession, nats_server: NatsServer, client: _Client, tmp_path: Path
 ) -> None:
@@ -210,7 +258,7 @@ def _reader(server: NatsServer, spool: Path, reconnect_attempts: int = 2, **opti
             "reconnect_attempts": str(reconnect_attempts),
         }
     )
-    return source.streamReader(None).simple_reader
+    return source.streamReader(None)
 
 
 def _read_all(reader: Any, position: int, values: set[int]) -> int:
@@ -220,8 +268,10 @@ def _read_all(reader: Any, position: int, values: set[int]) -> int:
 
     def read() -> bool:
         nonlocal position
-        batches, end = reader.read({"pos": position})
-        seen.extend(json.loads(v)["n"] for b in batches for v in b.column("value").to_pylist())
+        end = reader.latestOffset()  # as Spark plans a batch, then runs its task
+        for part in reader.partitions({"pos": position}, end):
+            for b in reader.read(part):
+                seen.extend(json.loads(v)["n"] for v in b.column("value").to_pylist())
         position = end["pos"]
         return set(seen) >= values
 
@@ -269,12 +319,12 @@ def test_a_server_that_does_not_come_back_fails_the_source_naming_it(tmp_path: P
     next read fails naming the servers and the last error, rather than waiting on."""
     with running_nats(tmp_path / "server") as server:
         reader = _reader(server, tmp_path / "spool", subject="s")
-        reader.read({"pos": 0})  # subscribes
+        reader.latestOffset()  # subscribes
     failures: list[RuntimeError] = []
 
     def failed() -> bool:
         try:
-            reader.read({"pos": 0})
+            reader.latestOffset()
         except RuntimeError as err:
             failures.append(err)
         return bool(failures)

@@ -87,6 +87,27 @@ def test_next_reads_only_what_is_published_after_thestart(
     assert all(r["n"] == 7 for r in json_lines(out))
 
 
+def test_a_sample_reads_the_newest_messages(rabbitmq: RabbitmqNode) -> None:
+    """What a saved table's test reads (the api calls it): the stream's newest messages; a
+    missing stream named."""
+    from arroyo.connectors.base import ConnectorError
+    from arroyo.connectors.rabbitmq import RabbitmqConnector
+
+    stream = f"s-{uuid.uuid4().hex[:8]}"
+    _publish(rabbitmq, stream, list(range(8)), create=True)
+    conn = RabbitmqConnector()
+    settings = {
+        "host": rabbitmq.host,
+        "port": str(rabbitmq.stream_port),
+        "username": rabbitmq.username,
+        "password": rabbitmq.password,
+    }
+    sampled = conn.sample(conn.parse_options({**settings, "stream": stream}), 3, 10.0)
+    assert [json.loads(m)["n"] for m in sampled] == [5, 6, 7]
+    with pytest.raises(ConnectorError, match=r"cannot read stream 'nope'.*no stream named 'nope'"):
+        conn.sample(conn.parse_options({**settings, "stream": "nope"}), 3, 10.0)
+
+
 def test_a_missing_stream_fails_the_job_naming_it(
     spark: SparkSession, rabbitmq: RabbitmqNode, tmp_path: Path
 ) -> None:

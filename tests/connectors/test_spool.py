@@ -47,3 +47,30 @@ def test_committed_segments_are_removed_but_not_the_one_written(tmp_path: Path) 
     after = spool.segments()
     assert len(after) == 1 and after[0] == before[-1]
     assert Spool(tmp_path).start == after[0]
+
+
+def test_a_batch_ends_at_a_record_within_its_bytes(tmp_path: Path) -> None:
+    """``boundary``: where a micro-batch of at most so many bytes ends: the end of a whole
+    record, from the writer's marks (about every megabyte) or, for what an earlier run wrote,
+    from the records' headers; a record larger than the limit is taken alone."""
+    spool = Spool(tmp_path)
+    size = Spool.size("t", b"x" * 1000)
+    for n in range(3000):
+        spool.append("t", n, b"x" * 1000)
+    assert spool.boundary(0, spool.end, spool.end) == spool.end
+    marked = spool.boundary(0, 1_500_000, spool.end)
+    assert marked % size == 0 and 400_000 < marked <= 1_500_000
+    assert spool.boundary(0, 10 * size + 5, spool.end) == 10 * size  # before the first mark
+    assert spool.boundary(3 * size, 10 * size, spool.end) == 13 * size
+    assert spool.boundary(0, 5, spool.end) == size
+    reopened = Spool(tmp_path)  # no marks: the headers are read
+    assert reopened.boundary(size, 1_500_000, reopened.end) == size + (1_500_000 // size) * size
+
+
+def test_the_position_a_spool_was_cut_at_is_remembered(tmp_path: Path) -> None:
+    spool = Spool(tmp_path)
+    assert spool.committed() == 0
+    for n in range(5):
+        spool.append("t", n, b"z")
+    spool.cut(2 * Spool.size("t", b"z"))
+    assert Spool(tmp_path).committed() == 2 * Spool.size("t", b"z")

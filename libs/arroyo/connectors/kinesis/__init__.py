@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, ClassVar, TypeVar
 
 from arroyo.connectors.base import (
     Capabilities,
@@ -18,6 +19,8 @@ from arroyo.connectors.kinesis.options import (
     KinesisOptions,
 )
 from arroyo.program.spec import Role, TableSpec
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -61,17 +64,20 @@ class KinesisConnector(Connector[KinesisOptions, KinesisConnection]):
     }
 
     def test_connection(self, settings: KinesisConnection) -> str:
-        from arroyo.connectors.kinesis.client import KinesisError, cause, client, where
+        from arroyo.connectors.kinesis.client import stream_names, where
 
-        try:
-            streams = client(settings).list_streams(Limit=100)["StreamNames"]
-        except KinesisError as err:
-            raise ConnectorError(str(err)) from err
-        except Exception as err:  # botocore's errors
-            raise ConnectorError(
-                f"cannot reach Kinesis at {where(settings)}: {cause(err)}"
-            ) from err
+        streams = _calling(settings, lambda: stream_names(settings))
         return f"connected to Kinesis at {where(settings)}: {len(streams)} streams"
+
+    def autocomplete(self, settings: KinesisConnection) -> dict[str, list[str]]:
+        from arroyo.connectors.kinesis.client import stream_names
+
+        return {"stream_name": _calling(settings, lambda: stream_names(settings))}
+
+    def sample(self, options: KinesisOptions, count: int, timeout_s: float) -> list[bytes]:
+        from arroyo.connectors.kinesis.client import newest_records
+
+        return _calling(options, lambda: newest_records(options, count, timeout_s))
 
     def misplaced_options(self, options: KinesisOptions, role: Role) -> list[str]:
         set_ = options.model_dump(by_alias=True, exclude_unset=True)
@@ -89,6 +95,21 @@ class KinesisConnector(Connector[KinesisOptions, KinesisConnection]):
         from arroyo.connectors.kinesis.sink import write_kinesis
 
         return write_kinesis(ctx, df, table, options)
+
+
+def _calling(settings: KinesisConnection, call: Callable[[], T]) -> T:
+    """``call()`` (of ``client``'s), its failures as ``ConnectorError``s that say where Kinesis is
+    and why."""
+    from arroyo.connectors.kinesis import client
+
+    try:
+        return call()
+    except client.KinesisError as err:
+        raise ConnectorError(str(err)) from err
+    except Exception as err:  # botocore's errors
+        raise ConnectorError(
+            f"cannot reach Kinesis at {client.where(settings)}: {client.cause(err)}"
+        ) from err
 
 
 __all__ = ["KinesisConnector"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arroyo.connectors.kinesis.options import KinesisConnection
+from arroyo.connectors.kinesis.options import KinesisConnection, KinesisOptions
 
 CONNECT_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 30.0
@@ -62,3 +62,72 @@ def error_code(err: BaseException) -> str | None:
         code = response.get("Error", {}).get("Code")
         return str(code) if code else None
     return None
+
+
+def stream_names(conn: KinesisConnection) -> list[str]:
+    """Every stream's name (ListStreams, page by page)."""
+    kinesis = client(conn)
+    names: list[str] = []
+    page = kinesis.list_streams(Limit=100)
+    while True:
+        names += page["StreamNames"]
+        if not page.get("HasMoreStreams") or not page["StreamNames"]:
+            return names
+        page = kinesis.list_streams(Limit=100, ExclusiveStartStreamName=names[-1])
+
+
+# How far back a sample looks for the newest records, and how many GetRecords calls a shard
+# may take to get there.
+_SAMPLE_WINDOW_S = 3600.0
+_SAMPLE_CALLS_PER_SHARD = 20
+
+
+def newest_records(opts: KinesisOptions, count: int, timeout_s: float) -> list[bytes]:
+    """Up to ``count`` of the stream's newest records (of the last hour, by arrival time),
+    read with shard iterators: nothing is stored, so no reader's position moves. A stream
+    younger than the hour is read from its first record (TRIM_HORIZON), which is the same and
+    spares kinesalite an AT_TIMESTAMP with no record after it, which it never answers."""
+    import time
+
+    kinesis = client(opts)
+    deadline = time.monotonic() + timeout_s
+    try:
+        summary = kinesis.describe_stream_summary(StreamName=opts.stream_name)
+        created = summary["StreamDescriptionSummary"]["StreamCreationTimestamp"].timestamp()
+        since = time.time() - _SAMPLE_WINDOW_S
+        # A stream younger than the window: from its first record.
+        start: dict[str, Any] = {"ShardIteratorType": "TRIM_HORIZON"}
+        if since > created:
+            start = {"ShardIteratorType": "AT_TIMESTAMP", "Timestamp": since}
+        found: list[tuple[Any, str, bytes]] = []
+        for shard in kinesis.list_shards(StreamName=opts.stream_name)["Shards"]:
+            iterator = kinesis.get_shard_iterator(
+                StreamName=opts.stream_name, ShardId=shard["ShardId"], **start
+            )["ShardIterator"]
+            found += _newest_of_shard(kinesis, iterator, count, deadline)
+    except Exception as err:  # botocore's errors
+        raise KinesisError(
+            f"kinesis stream '{opts.stream_name}' at {where(opts)}: reading failed: {cause(err)}"
+        ) from err
+    return [data for _at, _seq, data in sorted(found)[-count:]]
+
+
+def _newest_of_shard(
+    kinesis: Any, iterator: str | None, count: int, deadline: float
+) -> list[tuple[Any, str, bytes]]:
+    import time
+
+    newest: list[tuple[Any, str, bytes]] = []
+    for _ in range(_SAMPLE_CALLS_PER_SHARD):
+        if iterator is None or time.monotonic() >= deadline:
+            break
+        page = kinesis.get_records(ShardIterator=iterator, Limit=1000)
+        records = [
+            (r["ApproximateArrivalTimestamp"], r["SequenceNumber"], r["Data"])
+            for r in page["Records"]
+        ]
+        newest = (newest + records)[-count:]
+        if not page.get("MillisBehindLatest"):
+            break
+        iterator = page.get("NextShardIterator")
+    return newest

@@ -60,6 +60,14 @@ class MqttConnector(Connector[MqttOptions, MqttConnection]):
         client.disconnect()
         return f"connected to {settings.url}"
 
+    def sample(self, options: MqttOptions, count: int, timeout_s: float) -> list[bytes]:
+        from arroyo.connectors.mqtt.client import MqttError, first_messages
+
+        try:
+            return first_messages(options, count, timeout_s)
+        except MqttError as err:
+            raise ConnectorError(str(err)) from err
+
     def replayable(self, options: MqttOptions) -> bool:
         return options.qos_level() > 0  # at QoS 0 the broker keeps nothing for a client away
 

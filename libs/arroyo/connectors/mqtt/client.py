@@ -7,7 +7,7 @@ import tempfile
 import threading
 from typing import Any
 
-from arroyo.connectors.mqtt.options import MqttConnection
+from arroyo.connectors.mqtt.options import MqttConnection, MqttOptions
 
 CONNECT_TIMEOUT_S = 10.0
 
@@ -79,3 +79,32 @@ def connect(
         why = refused[0] if refused else f"no answer within {CONNECT_TIMEOUT_S:.0f} s"
         raise MqttError(f"the MQTT broker at {conn.url} refused the connection: {why}")
     return client
+
+
+def first_messages(opts: MqttOptions, count: int, timeout_s: float) -> list[bytes]:
+    """Up to ``count`` of the messages a subscription to the source's topic receives in about
+    ``timeout_s``: the retained ones first, then what is published. A client of its own with a
+    clean session, so no pipeline's persistent session loses a message to it."""
+    import time
+    import uuid
+
+    received: list[bytes] = []
+    enough = threading.Event()
+
+    def on_message(_client: Any, _userdata: Any, message: Any) -> None:
+        if len(received) < count:
+            received.append(bytes(message.payload))
+        if len(received) >= count:
+            enough.set()
+
+    client_id = f"{opts.client_prefix}-sample-{uuid.uuid4().hex[:8]}"
+    started = time.monotonic()
+    client = connect(
+        opts, client_id, on_message=on_message, subscribe=(opts.topic, opts.qos_level())
+    )
+    try:
+        enough.wait(max(0.0, timeout_s - (time.monotonic() - started)))
+    finally:
+        client.loop_stop()
+        client.disconnect()
+    return list(received[:count])

@@ -27,7 +27,6 @@ from arroyo.connectors.runtime.spool import (
     SPOOLED_SCHEMA,
     Spool,
     SpooledReader,
-    StoppingWrapper,
     read_spooled,
 )
 
@@ -83,7 +82,7 @@ class MqttSource(DataSource):
         return SPOOLED_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return StoppingWrapper(_Reader(dict(self.options)))
+        return _Reader(dict(self.options))
 
 
 def read_mqtt(ctx: ReadContext, table: TableSpec, opts: MqttOptions) -> DataFrame:

@@ -95,6 +95,16 @@ class NatsConnector(Connector[NatsOptions, NatsConnection]):
         except NatsError as err:
             raise ConnectorError(str(err)) from err
 
+    def sample(self, options: NatsOptions, count: int, timeout_s: float) -> list[bytes]:
+        import asyncio
+
+        from arroyo.connectors.nats.client import NatsError, newest_messages
+
+        try:
+            return asyncio.run(newest_messages(options, count, timeout_s))
+        except NatsError as err:
+            raise ConnectorError(str(err)) from err
+
     def replayable(self, options: NatsOptions) -> bool:
         return options.stream is not None  # a core subject's messages are gone once sent
 

@@ -3,10 +3,11 @@ a thread of its own (``Loop``)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from arroyo.connectors.nats.options import NatsConnection
+from arroyo.connectors.nats.options import NatsConnection, NatsOptions
 
 CONNECT_TIMEOUT_S = 10.0
 # A source's client that loses its servers tries each again every RECONNECT_WAIT_S seconds, up
@@ -87,3 +88,44 @@ async def connect(
     except Exception as err:  # nats-py's NoServersError, auth errors, OSError...
         why = "; ".join(dict.fromkeys([*errors, str(err) or type(err).__name__]))
         raise NatsError(f"cannot connect to NATS at {conn.servers}: {why}") from err
+
+
+async def newest_messages(opts: NatsOptions, count: int, timeout_s: float) -> list[bytes]:
+    """Up to ``count`` of the newest messages a source with ``opts`` reads. A JetStream
+    stream: its last ``count`` messages, fetched by sequence (no consumer is made, so no
+    durable consumer's position moves). A core subject: the first ``count`` published in
+    about ``timeout_s`` (it keeps nothing to read back)."""
+    import asyncio
+
+    import nats.errors
+    import nats.js.errors
+
+    client = await connect(opts)
+    try:
+        if opts.stream is not None:
+            js = client.jetstream()
+            try:
+                state = (await js.stream_info(opts.stream)).state
+            except nats.js.errors.NotFoundError:
+                raise NatsError(
+                    f"NATS at {opts.servers}: no JetStream stream named '{opts.stream}'"
+                ) from None
+            found: list[bytes] = []
+            for seq in range(max(state.first_seq, state.last_seq - count + 1), state.last_seq + 1):
+                with contextlib.suppress(nats.js.errors.NotFoundError):  # deleted
+                    found.append((await js.get_msg(opts.stream, seq)).data or b"")
+            return found
+        subscription = await client.subscribe(str(opts.subject))  # set when stream is not
+        received: list[bytes] = []
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while len(received) < count:
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                break
+            try:
+                received.append((await subscription.next_msg(timeout=left)).data)
+            except nats.errors.TimeoutError:
+                break
+        return received
+    finally:
+        await client.close()

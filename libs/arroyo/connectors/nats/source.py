@@ -33,7 +33,6 @@ from arroyo.connectors.runtime.spool import (
     SPOOLED_SCHEMA,
     Spool,
     SpooledReader,
-    StoppingWrapper,
     read_spooled,
 )
 
@@ -205,7 +204,7 @@ class NatsSource(DataSource):
         return SPOOLED_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return StoppingWrapper(_Reader(dict(self.options)))
+        return _Reader(dict(self.options))
 
 
 def read_nats(ctx: ReadContext, table: TableSpec, opts: NatsOptions) -> DataFrame:

@@ -30,6 +30,12 @@ class PollingHttpConnector(Connector[PollingHttpOptions]):
     formats = frozenset({"json", "raw_string", "raw_bytes", "avro", "protobuf"})
     default_format = "json"
 
+    def sample(self, options: PollingHttpOptions, count: int, timeout_s: float) -> list[bytes]:
+        from arroyo.connectors.polling_http.source import PollingHttpReader
+        from arroyo.connectors.runtime.http_source import sample_http
+
+        return sample_http(PollingHttpReader, options, count, timeout_s)
+
     def read(self, ctx: ReadContext, table: TableSpec, options: PollingHttpOptions) -> DataFrame:
         from arroyo.connectors.polling_http.source import read_polling_http
 

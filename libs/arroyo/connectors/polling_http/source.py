@@ -20,7 +20,7 @@ from arroyo.connectors.runtime.http_source import (
     last_record,
     read_http,
 )
-from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA, Spool, StoppingWrapper
+from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA, Spool
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 _REQUEST_TIMEOUT_S = 5.0
 
 
-class _Reader(HttpSpooledReader):
+class PollingHttpReader(HttpSpooledReader):
     options_model = PollingHttpOptions
     kind = "polled HTTP endpoint"
 
@@ -94,7 +94,7 @@ class PollingHttpSource(DataSource):
         return SPOOLED_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return StoppingWrapper(_Reader(dict(self.options)))
+        return PollingHttpReader(dict(self.options))
 
 
 def read_polling_http(ctx: ReadContext, table: TableSpec, opts: PollingHttpOptions) -> DataFrame:

@@ -19,6 +19,9 @@ class RabbitmqConnector(Connector[RabbitmqOptions, RabbitmqConnection]):
     exactly-once sink (while the stream retains the batch's messages). ``source.offset`` says
     where a new pipeline starts: ``first``, ``last``, ``next`` or a time. Event time: the
     message's stream timestamp. Metadata: ``offset``.
+
+    No autocompletion: the stream protocol has no call that lists streams (only the
+    management plugin's HTTP API has, and a profile names the stream port).
     """
 
     name = "rabbitmq"
@@ -54,6 +57,14 @@ class RabbitmqConnector(Connector[RabbitmqOptions, RabbitmqConnection]):
                 f"cannot connect to RabbitMQ at {settings.host}:{settings.port}: {err}"
             ) from err
         return f"connected to RabbitMQ at {settings.host}:{settings.port}"
+
+    def sample(self, options: RabbitmqOptions, count: int, timeout_s: float) -> list[bytes]:
+        from arroyo.connectors.rabbitmq.source import RabbitmqError, newest_messages
+
+        try:
+            return newest_messages(options, count, timeout_s)
+        except RabbitmqError as err:
+            raise ConnectorError(str(err)) from err
 
     def read(self, ctx: ReadContext, table: TableSpec, options: RabbitmqOptions) -> DataFrame:
         from arroyo.connectors.rabbitmq.source import read_rabbitmq

@@ -135,6 +135,43 @@ class _Consumer:
         self.loop.close()
 
 
+# How far back a sample looks for the newest messages, and the pause in their arrival that
+# says the consumer has caught up.
+_SAMPLE_WINDOW_S = 3600.0
+_SAMPLE_QUIET_S = 0.5
+
+
+def newest_messages(opts: RabbitmqOptions, count: int, timeout_s: float) -> list[bytes]:
+    """Up to ``count`` of the stream's newest messages (of the last hour): a consumer of its
+    own from an hour ago, read until it has caught up (nothing new for half a second) or
+    ``timeout_s`` has passed. No offset is stored on the server (the source keeps its own in
+    checkpoints), so no reader's position moves."""
+    got: list[bytes] = []
+    lock = threading.Lock()
+    last = [time.monotonic()]
+
+    def on_message(offset: int, body: bytes, at_ms: int | None) -> None:
+        with lock:
+            got.append(body)
+            del got[:-count]
+            last[0] = time.monotonic()
+
+    since = datetime.now(UTC).timestamp() - _SAMPLE_WINDOW_S
+    start = datetime.fromtimestamp(since, UTC).isoformat()
+    consumer = _Consumer(opts.model_copy(update={"source_offset": start}), -1, on_message)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with lock:
+                if time.monotonic() - last[0] >= _SAMPLE_QUIET_S:
+                    break
+            time.sleep(0.05)
+    finally:
+        consumer.close()
+    with lock:
+        return list(got)
+
+
 def _row(offset: int, body: bytes, at_ms: int | None) -> tuple[Any, ...]:
     seconds = (at_ms if at_ms is not None else time.time() * 1000) / 1000
     return (offset, datetime.fromtimestamp(seconds, UTC), body, False)

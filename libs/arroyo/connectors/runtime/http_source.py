@@ -27,14 +27,13 @@ import json
 import threading
 import time
 from abc import abstractmethod
-from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import structlog
 
 from arroyo.connectors.runtime.http import GIVE_UP_S, Backoff, HttpSourceError, permanent_status
-from arroyo.connectors.runtime.spool import Spool, SpooledReader, arrow_batches, read_spooled
+from arroyo.connectors.runtime.spool import Spool, SpooledReader, read_spooled
 
 if TYPE_CHECKING:
     import aiohttp
@@ -213,21 +212,18 @@ class HttpSpooledReader(SpooledReader):
             f"sent {what} larger than max_message_bytes ({self.opts.max_message_bytes} bytes)"
         )
 
-    def read(self, start: dict[str, int]) -> tuple[Iterator[Any], dict[str, int]]:
+    def before_batch(self, begin: int) -> None:
         if self.client is not None:
             self.client.buffer.flush_dropped()
         else:
-            # Before the connection starts: a burst that comes before this read ends is bounded
-            # by what the checkpoint has taken, not by the spool's end as it grows.
-            self.taken = start["pos"]
-        begin, end = self.available(start)
-        # Up to what is flushed: the connection appends without flushing (Buffer.put).
-        batches, end = arrow_batches(self.spool, begin, min(end, self.spool.flush()))
-        self.taken = end
-        return iter(batches), {"pos": end}
+            # Before the connection starts: a burst that comes before this batch is planned
+            # is bounded by what the checkpoint has taken, not by the spool's end as it grows.
+            self.taken = begin
 
-    def readBetweenOffsets(self, start: dict[str, int], end: dict[str, int]) -> Iterator[Any]:
-        return iter(arrow_batches(self.spool, start["pos"], end["pos"])[0])
+    def latestOffset(self) -> dict[str, int]:
+        end = super().latestOffset()
+        self.taken = end["pos"]
+        return end
 
     def disconnect(self, client: Loop) -> None:
         task = getattr(client, "task", None)
@@ -241,6 +237,35 @@ class HttpSpooledReader(SpooledReader):
         with contextlib.suppress(Exception):
             client.run(cancel(), timeout=10)
         client.close()
+
+
+def sample_http(
+    reader_type: type[HttpSpooledReader], opts: HttpSourceOptions, count: int, timeout_s: float
+) -> list[bytes]:
+    """Up to ``count`` of the first messages the source receives in about ``timeout_s``
+    (``POST /connection_tables/test``): its own reader, connected as a pipeline's would be,
+    spooling into a temporary directory, so nothing a pipeline spooled is touched. Raises
+    ``HttpSourceError`` for a failure that retrying will not mend, or that lasts past half of
+    ``timeout_s``."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="arroyo-sample-") as root:
+        options = {"options": opts.model_dump_json(by_alias=True), "spool": root}
+        reader = reader_type({**options, "give_up_s": str(timeout_s / 2)})
+        deadline = time.monotonic() + timeout_s
+        try:
+            reader.subscribe()
+            while True:
+                if reader.failure is not None:
+                    raise reader.failure
+                spool = reader.spool
+                found = spool.read(spool.start, spool.flush())
+                messages = [payload for topic, _at, payload in found if topic != OVERFLOW_TOPIC]
+                if len(messages) >= count or time.monotonic() >= deadline:
+                    return messages[:count]
+                time.sleep(0.05)
+        finally:
+            reader.stop()
 
 
 def last_record(spool: Spool) -> tuple[str, bytes] | None:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import DataSource, SimpleDataSourceStreamReader
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.datasource_internal import _SimpleStreamReaderWrapper
 
 if TYPE_CHECKING:
@@ -31,6 +31,10 @@ _HEADER = struct.Struct("<IqqI")  # topic length, time in ms, sequence (-1: none
 _SEGMENT_BYTES = 64 * 1024 * 1024
 # The most a micro-batch takes of the spool (the rest waits for the next batch).
 BATCH_BYTES = 64 * 1024 * 1024
+# How often the writer remembers where a record ends, to end a batch there.
+_MARK_BYTES = 1024 * 1024
+# The file that holds the position the spool was last cut at (what a checkpoint committed).
+_COMMITTED = "committed"
 
 
 def _whole_records(path: Path, repair: bool) -> int:
@@ -51,6 +55,36 @@ def _whole_records(path: Path, repair: bool) -> int:
         with path.open("r+b") as f:
             f.truncate(whole)
     return whole
+
+
+def read_records(root: Path, start: int, end: int) -> Iterator[tuple[str, int, bytes]]:
+    """The messages in [start, end) of the spool at ``root`` (``start`` a record's start, ``end``
+    a record's end, both flushed): each segment's part read whole, then split."""
+    if not root.is_dir():
+        raise RuntimeError(
+            f"the spool {root} is not here: a spooled source's batches are read where its "
+            "pipeline's driver runs (local mode or a single machine)"
+        )
+    unpack, header = _HEADER.unpack_from, _HEADER.size
+    for first in sorted(int(p.stem) for p in root.glob("*.log")):
+        path = root / f"{first:020d}.log"
+        size = path.stat().st_size
+        if first + size <= start or first >= end:
+            continue
+        begin = max(start, first)
+        with path.open("rb") as f:
+            f.seek(begin - first)
+            data = f.read(min(end, first + size) - begin)
+        pos, stop = 0, len(data)
+        while pos + header <= stop:
+            topic_len, at_ms, _sequence, length = unpack(data, pos)
+            topic_at = pos + header
+            payload_at = topic_at + topic_len
+            pos = payload_at + length
+            if pos > stop:  # cut short (by a crash, or being written): not a whole record
+                return
+            topic = data[topic_at:payload_at].decode("utf-8", "replace")
+            yield topic, at_ms, data[payload_at:pos]
 
 
 class Spool:
@@ -79,6 +113,8 @@ class Spool:
         self.end = last + (_whole_records(self._path(last), writer) if starts else 0)
         self._file: Any = None
         self._file_start = last
+        # Record ends about every _MARK_BYTES appended in this run (``boundary``).
+        self._marks: list[int] = []
 
     def segments(self) -> list[int]:
         return sorted(int(p.stem) for p in self.root.glob("*.log"))
@@ -104,6 +140,8 @@ class Spool:
             if flush:
                 self._file.flush()
             self.end += len(record)
+            if self.end - (self._marks[-1] if self._marks else 0) >= _MARK_BYTES:
+                self._marks.append(self.end)
 
     def flush(self) -> int:
         """What was appended without ``flush``, handed to the operating system; the end of
@@ -115,23 +153,7 @@ class Spool:
 
     def read(self, start: int, end: int) -> Iterator[tuple[str, int, bytes]]:
         """The messages in [start, end)."""
-        for first in self.segments():
-            path = self._path(first)
-            size = path.stat().st_size
-            if first + size <= start or first >= end:
-                continue
-            with path.open("rb") as f:
-                pos = first
-                if start > first:
-                    f.seek(start - first)
-                    pos = start
-                while pos < min(end, first + size):
-                    head = f.read(_HEADER.size)
-                    topic_len, at_ms, _sequence, length = _HEADER.unpack(head)
-                    topic = f.read(topic_len).decode("utf-8", "replace")
-                    payload = f.read(length)
-                    pos += _HEADER.size + topic_len + length
-                    yield topic, at_ms, payload
+        return read_records(self.root, start, end)
 
     def sequences(self) -> set[int]:
         """The sequence numbers of the records spooled (in the segments not yet removed)."""
@@ -163,9 +185,48 @@ class Spool:
         """The bytes a record of ``topic`` and ``payload`` takes."""
         return _HEADER.size + len(topic.encode()) + len(payload)
 
-    def cut(self, committed: int) -> None:
-        """Removes the segments wholly before ``committed``."""
+    def committed(self) -> int:
+        """The position ``cut`` was last given (0: never)."""
+        try:
+            return int((self.root / _COMMITTED).read_text())
+        except (FileNotFoundError, ValueError):
+            return 0
+
+    def boundary(self, begin: int, most: int, end: int) -> int:
+        """The end of the records from ``begin`` (a record's start) that fit in ``most``
+        bytes, up to ``end`` (a record's end), or of the first record if it alone is larger."""
+        if end - begin <= most:
+            return end
         with self.lock:
+            marks = [m for m in self._marks if begin < m <= begin + most]
+        if marks:
+            return marks[-1]
+        # Written before this run (no marks): the records' lengths, from their headers.
+        pos = begin
+        for first in self.segments():
+            path = self._path(first)
+            size = path.stat().st_size
+            if first + size <= pos:
+                continue
+            with path.open("rb") as f:
+                while pos < min(end, first + size):
+                    f.seek(pos - first)
+                    topic_len, _at, _sequence, length = _HEADER.unpack(f.read(_HEADER.size))
+                    following = pos + _HEADER.size + topic_len + length
+                    if following - begin > most and pos > begin:
+                        return pos
+                    pos = following
+        return pos
+
+    def cut(self, committed: int) -> None:
+        """Removes the segments wholly before ``committed``, and remembers it
+        (``committed``)."""
+        marker = self.root / _COMMITTED
+        partial = marker.with_suffix(".tmp")
+        partial.write_text(str(committed))
+        os.replace(partial, marker)
+        with self.lock:
+            self._marks = [m for m in self._marks if m > committed]
             starts = self.segments()
             for i, first in enumerate(starts):
                 following = starts[i + 1] if i + 1 < len(starts) else self.end
@@ -173,11 +234,23 @@ class Spool:
                     self._path(first).unlink(missing_ok=True)
 
 
-class SpooledReader(SimpleDataSourceStreamReader):
+class SpoolRange(InputPartition):
+    """A micro-batch's part of a spool: the records in [start, end) of the spool at ``root``."""
+
+    def __init__(self, root: str, start: int, end: int) -> None:
+        super().__init__((root, start, end))
+        self.root, self.start, self.end = root, start, end
+
+
+class SpooledReader(DataSourceStreamReader):
     """A streaming reader over a spool: ``connect`` starts the system's subscriber, which
-    appends to the spool (on first read, never while planning); batches are spool positions.
-    Rows: ``_topic``, ``_source_time`` (when the message reached the spool), ``value``,
-    ``_eoi``, ``_meta_topic``. Options: ``spool`` (its directory)."""
+    appends to the spool (on the first ``latestOffset``, never while planning); offsets are
+    spool positions. The driver only says where each micro-batch ends; the batch's task reads
+    its records from the spool in an executor, as Arrow batches (``read``), which costs a third
+    of what a simple reader's batch, handed over by the driver, costs Spark. So the spool must
+    be where the executors run: local mode, or one machine. Rows: ``_topic``, ``_source_time``
+    (when the message reached the spool), ``value``, ``_eoi``, ``_meta_topic``. Options:
+    ``spool`` (its directory)."""
 
     def __init__(self, options: dict[str, str]) -> None:
         # Pickled to the process that runs it: the spool and the client are made there.
@@ -186,12 +259,18 @@ class SpooledReader(SimpleDataSourceStreamReader):
         self.client: Any = None
         self._lock: Any = None
         self._failure: BaseException | None = None
+        # The end of the last micro-batch Spark planned (None: none yet in this run).
+        self._planned: int | None = None
 
     def connect(self, spool: Spool) -> Any:
         raise NotImplementedError
 
     def disconnect(self, client: Any) -> None:
         raise NotImplementedError
+
+    def before_batch(self, begin: int) -> None:
+        """Called on the driver as each micro-batch is planned, before the subscriber starts
+        on the first: ``begin`` is where the batch starts."""
 
     @property
     def spool(self) -> Spool:
@@ -204,38 +283,62 @@ class SpooledReader(SimpleDataSourceStreamReader):
         if self._failure is None:
             self._failure = err
 
+    @property
+    def failure(self) -> BaseException | None:
+        """What stopped the subscriber for good, if it has stopped."""
+        return self._failure
+
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_spool": None, "client": None, "_lock": None, "_failure": None}
 
     def initialOffset(self) -> dict[str, int]:
         return {"pos": self.spool.start if self.root.is_dir() else 0}
 
-    def read(self, start: dict[str, int]) -> tuple[Iterator[Any], dict[str, int]]:
-        begin, end = self.available(start)
-        batches, end = arrow_batches(self.spool, begin, end)
-        return iter(batches), {"pos": end}
-
-    def available(self, start: dict[str, int]) -> tuple[int, int]:
-        """The spool's range a read from ``start`` takes (up to BATCH_BYTES); the subscriber
-        started on the first call, and its failure raised."""
-        if self.client is None:
+    def _own(self) -> Spool:
+        """The spool, as its one writer (holding its lock)."""
+        if self._lock is None:
             self._lock = _hold(self.root)
             self._spool = None  # read again, now that no other reader writes to it
             self._failure = None
-            self.client = self.connect(self.spool)
+        return self.spool
+
+    def subscribe(self) -> None:
+        """Starts the subscriber, once; raises what stopped it."""
+        if self.client is None:
+            self.client = self.connect(self._own())
         failure = self._failure
         if failure is not None:
             raise RuntimeError(f"the source's subscriber stopped: {failure}") from failure
-        if start["pos"] > self.spool.end:
-            raise RuntimeError(
-                f"the checkpoint is at position {start['pos']} of the spool {self.root}, which "
-                f"ends at {self.spool.end}: the spool lost what the checkpoint counts"
-            )
-        begin = max(start["pos"], self.spool.start)
-        return begin, min(self.spool.end, begin + BATCH_BYTES)
 
-    def readBetweenOffsets(self, start: dict[str, int], end: dict[str, int]) -> Iterator[Any]:
-        return iter(arrow_batches(self.spool, start["pos"], end["pos"])[0])
+    def latestOffset(self) -> dict[str, int]:
+        """Up to BATCH_BYTES past where the last batch ended (after a restart: the committed
+        position), at a record's end, of what is flushed."""
+        spool = self._own()
+        if self._planned is None:
+            self._planned = max(spool.committed(), spool.start)
+        begin = self._planned
+        self.before_batch(begin)
+        self.subscribe()
+        if begin > spool.end:
+            raise RuntimeError(
+                f"the checkpoint is at position {begin} of the spool {self.root}, which "
+                f"ends at {spool.end}: the spool lost what the checkpoint counts"
+            )
+        self._planned = spool.boundary(begin, BATCH_BYTES, spool.flush())
+        return {"pos": self._planned}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        # After a restart Spark plans the batch it had not committed first: it ends there.
+        if self._planned is None or end["pos"] > self._planned:
+            self._planned = end["pos"]
+        if end["pos"] <= start["pos"]:
+            return []
+        return [SpoolRange(str(self.root), start["pos"], end["pos"])]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, SpoolRange)
+        records = read_records(Path(partition.root), partition.start, partition.end)
+        yield from spooled_batches(records)
 
     def commit(self, end: dict[str, int]) -> None:
         self.spool.cut(end["pos"])
@@ -286,33 +389,35 @@ class StoppingWrapper(_SimpleStreamReaderWrapper):
             stop()
 
 
-def arrow_batches(spool: Spool, begin: int, end: int) -> tuple[list[Any], int]:
-    """The messages in [begin, end) as an Arrow batch of the spooled schema (none if there are
-    none: Spark takes a batch ten times quicker than rows; arroyo.connectors.runtime.arrow_rows),
-    and the position after the last."""
+def spooled_batches(records: Iterator[tuple[str, int, bytes]]) -> Iterator[Any]:
+    """``records`` (a spool's) as Arrow batches of the spooled schema, of up to BATCH_ROWS
+    rows each."""
     import pyarrow as pa
 
-    from arroyo.connectors.runtime.arrow_rows import TIMESTAMP
+    from arroyo.connectors.runtime.arrow_rows import BATCH_ROWS, TIMESTAMP
 
-    topics, times, payloads = [], [], []
-    position = begin
-    for topic, at_ms, payload in spool.read(begin, end):
-        topics.append(topic)
-        times.append(at_ms * 1000)
-        payloads.append(payload)
-        position += Spool.size(topic, payload)
-    if not topics:
-        return [], begin
-    topic_column = pa.array(topics, pa.string())
-    columns = [
-        topic_column,
-        pa.array(times, TIMESTAMP),
-        pa.array(payloads, pa.binary()),
-        pa.repeat(pa.scalar(False), len(topics)),
-        topic_column,
-    ]
     names = ["_topic", "_source_time", "value", "_eoi", "_meta_topic"]
-    return [pa.RecordBatch.from_arrays(columns, names=names)], position
+    while True:
+        topics, times, payloads = [], [], []
+        for topic, at_ms, payload in records:
+            topics.append(topic)
+            times.append(at_ms * 1000)
+            payloads.append(payload)
+            if len(topics) == BATCH_ROWS:
+                break
+        if not topics:
+            return
+        topic_column = pa.array(topics, pa.string())
+        columns = [
+            topic_column,
+            pa.array(times, TIMESTAMP),
+            pa.array(payloads, pa.binary()),
+            pa.repeat(pa.scalar(False), len(topics)),
+            topic_column,
+        ]
+        yield pa.RecordBatch.from_arrays(columns, names=names)
+        if len(topics) < BATCH_ROWS:
+            return
 
 
 # The schema of a spooled source (SpooledReader's rows, arrow_batches's columns).

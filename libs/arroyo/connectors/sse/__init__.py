@@ -35,6 +35,12 @@ class SseConnector(Connector[SseOptions]):
         "event_id": ("STRING",),
     }
 
+    def sample(self, options: SseOptions, count: int, timeout_s: float) -> list[bytes]:
+        from arroyo.connectors.runtime.http_source import sample_http
+        from arroyo.connectors.sse.source import SseReader
+
+        return sample_http(SseReader, options, count, timeout_s)
+
     def read(self, ctx: ReadContext, table: TableSpec, options: SseOptions) -> DataFrame:
         from arroyo.connectors.sse.source import read_sse
 

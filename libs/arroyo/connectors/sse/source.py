@@ -17,7 +17,7 @@ from arroyo.connectors.runtime.http_source import (
     last_record,
     read_http,
 )
-from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA, Spool, StoppingWrapper
+from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA, Spool
 from arroyo.connectors.sse.options import SseOptions
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ class EventParser:
         return event_type, self.last_id, b"\n".join(data)
 
 
-class _Reader(HttpSpooledReader):
+class SseReader(HttpSpooledReader):
     options_model = SseOptions
     kind = "SSE endpoint"
 
@@ -149,7 +149,7 @@ class SseSource(DataSource):
         return SPOOLED_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return StoppingWrapper(_Reader(dict(self.options)))
+        return SseReader(dict(self.options))
 
 
 def read_sse(ctx: ReadContext, table: TableSpec, opts: SseOptions) -> DataFrame:

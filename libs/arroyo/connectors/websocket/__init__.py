@@ -29,6 +29,12 @@ class WebsocketConnector(Connector[WebsocketOptions]):
     formats = frozenset({"json", "raw_string", "raw_bytes", "avro", "protobuf"})
     default_format = "json"
 
+    def sample(self, options: WebsocketOptions, count: int, timeout_s: float) -> list[bytes]:
+        from arroyo.connectors.runtime.http_source import sample_http
+        from arroyo.connectors.websocket.source import WebsocketReader
+
+        return sample_http(WebsocketReader, options, count, timeout_s)
+
     def read(self, ctx: ReadContext, table: TableSpec, options: WebsocketOptions) -> DataFrame:
         from arroyo.connectors.websocket.source import read_websocket
 

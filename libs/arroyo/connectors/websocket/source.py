@@ -18,7 +18,7 @@ from arroyo.connectors.runtime.http_source import (
     TransientError,
     read_http,
 )
-from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA, StoppingWrapper
+from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA
 from arroyo.connectors.websocket.options import WebsocketOptions
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 _HEARTBEAT_S = 30.0
 
 
-class _Reader(HttpSpooledReader):
+class WebsocketReader(HttpSpooledReader):
     options_model = WebsocketOptions
     kind = "WebSocket endpoint"
 
@@ -80,7 +80,7 @@ class WebsocketSource(DataSource):
         return SPOOLED_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return StoppingWrapper(_Reader(dict(self.options)))
+        return WebsocketReader(dict(self.options))
 
 
 def read_websocket(ctx: ReadContext, table: TableSpec, opts: WebsocketOptions) -> DataFrame:

@@ -1,0 +1,25 @@
+"""The cluster the cluster tests share: one start is four services, two JVMs and a warm
+worker, so the tests on the embedded default (SQLite) share one for the session (they all run
+in one test process: ``xdist_group("cluster")``). Each test works in pipelines of its own; one
+that stops or kills a service has it back before the next test (``cluster``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.cluster.harness import Cluster, running_cluster
+
+
+@pytest.fixture(scope="session")
+def sqlite_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    root = tmp_path_factory.mktemp("cluster-sqlite")
+    with running_cluster(root, f"sqlite:///{root / 'arroyo.db'}") as c:
+        yield c
+
+
+@pytest.fixture
+def cluster(sqlite_cluster: Cluster) -> Iterator[Cluster]:
+    yield sqlite_cluster
+    sqlite_cluster.restore()

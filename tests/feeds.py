@@ -1,0 +1,45 @@
+"""Endless feeds for tests of the HTTP sources, served by aiohttp on 127.0.0.1 (``serve``):
+``/sse``, an event stream of ``{"id": n}`` for n = 0, 1, ... (one every 10 ms, each with its id);
+``/ws``, the same over a WebSocket once the client sends ``subscribe``; ``/poll``, one JSON
+document (``POLLED``); anything else answers 404 ``no such feed``."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+
+from aiohttp import web
+
+POLLED = {"id": 7, "name": "polled"}
+
+
+async def _feed(request: web.Request) -> web.StreamResponse:
+    kind = request.match_info["kind"]
+    if kind == "sse":
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        for n in itertools.count():
+            await response.write(f"id: {n}\ndata: {json.dumps({'id': n})}\n\n".encode())
+            await asyncio.sleep(0.01)
+    if kind == "ws":
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        if (await ws.receive_str(timeout=10)) == "subscribe":
+            for n in itertools.count():
+                await ws.send_str(json.dumps({"id": n}))
+                await asyncio.sleep(0.01)
+        return ws
+    if kind == "poll":
+        return web.json_response(POLLED)
+    return web.Response(status=404, text="no such feed")
+
+
+async def serve(port: int) -> web.AppRunner:
+    """The feeds on ``port``, until the runner's ``cleanup``."""
+    app = web.Application()
+    app.add_routes([web.get("/{kind}", _feed)])
+    runner = web.AppRunner(app, shutdown_timeout=1)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    return runner
