@@ -1,7 +1,8 @@
 """The cluster the cluster tests share: one start is four services, two JVMs and a warm
 worker, so the tests on the embedded default (SQLite) share one for the session (they all run
 in one test process: ``xdist_group("cluster")``). Each test works in pipelines of its own; one
-that stops or kills a service has it back before the next test (``cluster``)."""
+that stops or kills a service has it back before the next test, and one that failed before
+stopping its pipeline has it stopped (``cluster``)."""
 
 from __future__ import annotations
 
@@ -23,3 +24,4 @@ def sqlite_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster
 def cluster(sqlite_cluster: Cluster) -> Iterator[Cluster]:
     yield sqlite_cluster
     sqlite_cluster.restore()
+    sqlite_cluster.stop_pipelines()

@@ -114,11 +114,25 @@ class Cluster:
     def restore(self) -> None:
         """Starts again any service that is not running (a test that stops or kills one, or
         failed part-way, leaves it so)."""
-        for name, (command, env) in list(self.launched.items()):
-            process = self.processes.get(name)
-            if process is None or process.poll() is not None:
-                self.start(name, command, env)
-                self.wait_ready(name)
+        down = [
+            name
+            for name in self.launched
+            if (process := self.processes.get(name)) is None or process.poll() is not None
+        ]
+        for name in down:  # all of them before waiting: a wait fails while one is down
+            self.start(name, *self.launched[name])
+        for name in down:
+            self.wait_ready(name)
+
+    def stop_pipelines(self) -> None:
+        """Stops at once every pipeline whose job is not stopped or ended (a test that failed
+        before stopping its own leaves it running, holding a slot)."""
+        ended = ("Stopped", "Finished", "Failed")
+        for pipeline in self.call("GET", "/pipelines?limit=1000")["data"]:
+            jobs = self.call("GET", f"/pipelines/{pipeline['id']}/jobs")["data"]
+            if jobs and jobs[0]["state"] not in ended:
+                self.call("PATCH", f"/pipelines/{pipeline['id']}", {"stop": "immediate"})
+                self.wait_state(pipeline["id"], *ended)
 
     def logs(self) -> str:
         parts = []

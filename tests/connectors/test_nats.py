@@ -172,6 +172,11 @@ def test_a_sample_reads_a_streams_newest_messages_and_a_subjects_next(
     assert [json.loads(m)["n"] for m in sampled] == [5, 6, 7]
     info = client.loop.run(client.nc.jetstream().stream_info(name), 10)
     assert info.state.consumer_count == 0
+    client.publish_js(f"{name}.b", json.dumps({"n": 100}))
+    client.publish_js(f"{name}.a", json.dumps({"n": 8}))
+    filtered = {**settings, "stream": name, "consumer.filter_subjects": f"{name}.b, x.>"}
+    sampled = conn.sample(conn.parse_options(filtered), 3, 10.0)
+    assert [json.loads(m)["n"] for m in sampled] == [100]  # the table's subjects only
 
     publishing = threading.Event()
 

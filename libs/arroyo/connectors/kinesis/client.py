@@ -20,17 +20,20 @@ def where(conn: KinesisConnection) -> str:
     return f"{place} ({conn.aws_region})" if conn.aws_region else place
 
 
-def client(conn: KinesisConnection) -> Any:
-    """boto3's Kinesis client: the SDK's own retries (standard mode) for throttling and
-    transient faults, bounded timeouts so that a server gone away fails the call."""
+def client(
+    conn: KinesisConnection, read_timeout_s: float = READ_TIMEOUT_S, attempts: int = 5
+) -> Any:
+    """boto3's Kinesis client: the SDK's own retries (standard mode, ``attempts`` in all) for
+    throttling and transient faults, bounded timeouts so that a server gone away fails the
+    call."""
     import boto3
     from botocore.config import Config
     from botocore.exceptions import NoRegionError
 
     config = Config(
-        connect_timeout=CONNECT_TIMEOUT_S,
-        read_timeout=READ_TIMEOUT_S,
-        retries={"mode": "standard", "max_attempts": 5},
+        connect_timeout=min(CONNECT_TIMEOUT_S, read_timeout_s),
+        read_timeout=read_timeout_s,
+        retries={"mode": "standard", "max_attempts": attempts},
     )
     try:
         return boto3.session.Session().client(
@@ -84,13 +87,16 @@ _SAMPLE_CALLS_PER_SHARD = 20
 
 def newest_records(opts: KinesisOptions, count: int, timeout_s: float) -> list[bytes]:
     """Up to ``count`` of the stream's newest records (of the last hour, by arrival time),
-    read with shard iterators: nothing is stored, so no reader's position moves. A stream
+    read with shard iterators: nothing is stored, so no reader's position moves. Each shard
+    is read forward from an hour ago for at most _SAMPLE_CALLS_PER_SHARD calls and its share
+    of ``timeout_s``: a shard busier than that shows the newest of what was read. A stream
     younger than the hour is read from its first record (TRIM_HORIZON), which is the same and
     spares kinesalite an AT_TIMESTAMP with no record after it, which it never answers."""
     import time
 
-    kinesis = client(opts)
-    deadline = time.monotonic() + timeout_s
+    # Calls that fail within the sample's time, not the SDK's usual minutes of retrying.
+    kinesis = client(opts, read_timeout_s=timeout_s / 2, attempts=2)
+    began = time.monotonic()
     try:
         summary = kinesis.describe_stream_summary(StreamName=opts.stream_name)
         created = summary["StreamDescriptionSummary"]["StreamCreationTimestamp"].timestamp()
@@ -99,10 +105,20 @@ def newest_records(opts: KinesisOptions, count: int, timeout_s: float) -> list[b
         start: dict[str, Any] = {"ShardIteratorType": "TRIM_HORIZON"}
         if since > created:
             start = {"ShardIteratorType": "AT_TIMESTAMP", "Timestamp": since}
+        shards: list[str] = []
+        listed = kinesis.list_shards(StreamName=opts.stream_name)
+        while True:
+            shards += [shard["ShardId"] for shard in listed["Shards"]]
+            if not listed.get("NextToken"):
+                break
+            listed = kinesis.list_shards(NextToken=listed["NextToken"])
         found: list[tuple[Any, str, bytes]] = []
-        for shard in kinesis.list_shards(StreamName=opts.stream_name)["Shards"]:
+        for i, shard_id in enumerate(shards):
+            # Each shard its share of what time is left.
+            left = timeout_s - (time.monotonic() - began)
+            deadline = time.monotonic() + left / (len(shards) - i)
             iterator = kinesis.get_shard_iterator(
-                StreamName=opts.stream_name, ShardId=shard["ShardId"], **start
+                StreamName=opts.stream_name, ShardId=shard_id, **start
             )["ShardIterator"]
             found += _newest_of_shard(kinesis, iterator, count, deadline)
     except Exception as err:  # botocore's errors

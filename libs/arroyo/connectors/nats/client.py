@@ -3,7 +3,6 @@ a thread of its own (``Loop``)."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -92,29 +91,18 @@ async def connect(
 
 async def newest_messages(opts: NatsOptions, count: int, timeout_s: float) -> list[bytes]:
     """Up to ``count`` of the newest messages a source with ``opts`` reads. A JetStream
-    stream: its last ``count`` messages, fetched by sequence (no consumer is made, so no
-    durable consumer's position moves). A core subject: the first ``count`` published in
-    about ``timeout_s`` (it keeps nothing to read back)."""
+    stream: its last ``count`` messages of the consumer's filter subjects, fetched by
+    sequence (no consumer is made, so no durable consumer's position moves). A core
+    subject: the first ``count`` published in about ``timeout_s`` (it keeps nothing to read
+    back)."""
     import asyncio
 
     import nats.errors
-    import nats.js.errors
 
     client = await connect(opts)
     try:
         if opts.stream is not None:
-            js = client.jetstream()
-            try:
-                state = (await js.stream_info(opts.stream)).state
-            except nats.js.errors.NotFoundError:
-                raise NatsError(
-                    f"NATS at {opts.servers}: no JetStream stream named '{opts.stream}'"
-                ) from None
-            found: list[bytes] = []
-            for seq in range(max(state.first_seq, state.last_seq - count + 1), state.last_seq + 1):
-                with contextlib.suppress(nats.js.errors.NotFoundError):  # deleted
-                    found.append((await js.get_msg(opts.stream, seq)).data or b"")
-            return found
+            return await _last_of_stream(client, opts, count)
         subscription = await client.subscribe(str(opts.subject))  # set when stream is not
         received: list[bytes] = []
         deadline = asyncio.get_running_loop().time() + timeout_s
@@ -129,3 +117,52 @@ async def newest_messages(opts: NatsOptions, count: int, timeout_s: float) -> li
         return received
     finally:
         await client.close()
+
+
+def _matches(subject: str, pattern: str) -> bool:
+    """Whether ``subject`` is one of ``pattern``'s (``*``: one token, ``>``: the rest)."""
+    tokens, wanted = subject.split("."), pattern.split(".")
+    for i, want in enumerate(wanted):
+        if want == ">":
+            return len(tokens) > i
+        if i >= len(tokens) or (want != "*" and want != tokens[i]):
+            return False
+    return len(tokens) == len(wanted)
+
+
+# How many of a stream's last messages a sample looks through for its filter's subjects.
+_SAMPLE_SCAN = 1000
+
+
+async def _last_of_stream(client: Any, opts: NatsOptions, count: int) -> list[bytes]:
+    """The stream's last ``count`` messages of the consumer's filter subjects (all, with no
+    filter), fetched by sequence from the newest back, looking through at most _SAMPLE_SCAN."""
+    import nats.errors
+    import nats.js.errors
+
+    filters = [s.strip() for s in (opts.consumer_filter_subjects or "").split(",") if s.strip()]
+    js = client.jetstream()
+    where = f"stream '{opts.stream}' of NATS at {opts.servers}"
+    try:
+        state = (await js.stream_info(opts.stream)).state
+        found: list[bytes] = []
+        seq = state.last_seq
+        while seq >= max(state.first_seq, 1) and len(found) < count:
+            if state.last_seq - seq >= _SAMPLE_SCAN:
+                break
+            try:
+                message = await js.get_msg(opts.stream, seq)
+            except nats.js.errors.NotFoundError:  # deleted
+                message = None
+            if message is not None and (
+                not filters or any(_matches(message.subject or "", f) for f in filters)
+            ):
+                found.append(message.data or b"")
+            seq -= 1
+    except nats.js.errors.NotFoundError:
+        raise NatsError(
+            f"NATS at {opts.servers}: no JetStream stream named '{opts.stream}'"
+        ) from None
+    except nats.errors.Error as err:
+        raise NatsError(f"cannot read {where}: {err or type(err).__name__}") from err
+    return found[::-1]

@@ -135,35 +135,39 @@ class _Consumer:
         self.loop.close()
 
 
-# How far back a sample looks for the newest messages, and the pause in their arrival that
-# says the consumer has caught up.
+# How far back a sample looks for the newest messages; the pause in their arrival that says
+# the consumer has caught up, and how long it waits for a first one once subscribed.
 _SAMPLE_WINDOW_S = 3600.0
 _SAMPLE_QUIET_S = 0.5
+_SAMPLE_FIRST_S = 2.0
 
 
 def newest_messages(opts: RabbitmqOptions, count: int, timeout_s: float) -> list[bytes]:
     """Up to ``count`` of the stream's newest messages (of the last hour): a consumer of its
-    own from an hour ago, read until it has caught up (nothing new for half a second) or
-    ``timeout_s`` has passed. No offset is stored on the server (the source keeps its own in
-    checkpoints), so no reader's position moves."""
+    own from an hour ago, read until it has caught up (nothing new for half a second; nothing
+    at all for two seconds once subscribed) or ``timeout_s`` has passed. No offset is stored
+    on the server (the source keeps its own in checkpoints), so no reader's position moves."""
     got: list[bytes] = []
     lock = threading.Lock()
-    last = [time.monotonic()]
+    last: list[float] = []  # when the latest message came
 
     def on_message(offset: int, body: bytes, at_ms: int | None) -> None:
         with lock:
             got.append(body)
             del got[:-count]
-            last[0] = time.monotonic()
+            last[:] = [time.monotonic()]
 
     since = datetime.now(UTC).timestamp() - _SAMPLE_WINDOW_S
     start = datetime.fromtimestamp(since, UTC).isoformat()
+    began = time.monotonic()
     consumer = _Consumer(opts.model_copy(update={"source_offset": start}), -1, on_message)
+    subscribed = time.monotonic()
     try:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
+        while time.monotonic() < began + timeout_s:
             with lock:
-                if time.monotonic() - last[0] >= _SAMPLE_QUIET_S:
+                if last and time.monotonic() - last[0] >= _SAMPLE_QUIET_S:
+                    break
+                if not last and time.monotonic() - subscribed >= _SAMPLE_FIRST_S:
                     break
             time.sleep(0.05)
     finally:

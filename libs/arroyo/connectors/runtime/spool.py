@@ -292,7 +292,10 @@ class SpooledReader(DataSourceStreamReader):
         return {**self.__dict__, "_spool": None, "client": None, "_lock": None, "_failure": None}
 
     def initialOffset(self) -> dict[str, int]:
-        return {"pos": self.spool.start if self.root.is_dir() else 0}
+        """A new checkpoint over a spool an earlier one read: after what that one committed."""
+        if not self.root.is_dir():
+            return {"pos": 0}
+        return {"pos": max(self.spool.committed(), self.spool.start)}
 
     def _own(self) -> Spool:
         """The spool, as its one writer (holding its lock)."""
@@ -311,18 +314,19 @@ class SpooledReader(DataSourceStreamReader):
             raise RuntimeError(f"the source's subscriber stopped: {failure}") from failure
 
     def latestOffset(self) -> dict[str, int]:
-        """Up to BATCH_BYTES past where the last batch ended (after a restart: the committed
-        position), at a record's end, of what is flushed."""
+        """Up to BATCH_BYTES past where the last batch ended, at a record's end, of what is
+        flushed. After a restart Spark tells the reader where that was (``partitions`` of its
+        latest batch, before any ``latestOffset``); else the committed position."""
         spool = self._own()
         if self._planned is None:
             self._planned = max(spool.committed(), spool.start)
         begin = self._planned
         self.before_batch(begin)
         self.subscribe()
-        if begin > spool.end:
+        if not spool.start <= begin <= spool.end:
             raise RuntimeError(
                 f"the checkpoint is at position {begin} of the spool {self.root}, which "
-                f"ends at {spool.end}: the spool lost what the checkpoint counts"
+                f"holds {spool.start} to {spool.end}: the spool lost what the checkpoint counts"
             )
         self._planned = spool.boundary(begin, BATCH_BYTES, spool.flush())
         return {"pos": self._planned}
