@@ -321,9 +321,14 @@ def test_a_prometheus_endpoint_polled_and_parsed(
     ]
 
 
+@pytest.mark.parametrize("executors_read", ["true", "false"])
 def test_invalid_json_is_dropped_and_counted(
-    spark: SparkSession, feeds: _Feeds, tmp_path: Path
+    spark: SparkSession, feeds: _Feeds, tmp_path: Path, executors_read: str
 ) -> None:
+    """Also with the driver reading the spool's batches (as where Spark's executors are on
+    other machines) rather than Spark's tasks."""
+    from arroyo.connectors.runtime.spool import EXECUTORS_READ_SPOOL
+
     out = tmp_path / "out.json"
     sql = (
         "CREATE TABLE p (n BIGINT) WITH (connector = 'polling_http', "
@@ -332,9 +337,13 @@ def test_invalid_json_is_dropped_and_counted(
         + _sink(out)
         + "INSERT INTO out SELECT n FROM p;"
     )
-    with _running(spark, sql, tmp_path / "state") as runner:
-        wait_until("two rows", lambda: len(json_lines(out)) >= 2, timeout=60)
-        wait_until("the count", lambda: runner.progress.dropped_bad_records, timeout=30)
+    spark.conf.set(EXECUTORS_READ_SPOOL, executors_read)
+    try:
+        with _running(spark, sql, tmp_path / "state") as runner:
+            wait_until("two rows", lambda: len(json_lines(out)) >= 2, timeout=60)
+            wait_until("the count", lambda: runner.progress.dropped_bad_records, timeout=30)
+    finally:
+        spark.conf.unset(EXECUTORS_READ_SPOOL)
     assert sorted(r["n"] for r in json_lines(out)) == [1, 2]
     assert runner.progress.dropped_bad_records == 1
 

@@ -74,3 +74,20 @@ def test_the_position_a_spool_was_cut_at_is_remembered(tmp_path: Path) -> None:
         spool.append("t", n, b"z")
     spool.cut(2 * Spool.size("t", b"z"))
     assert Spool(tmp_path).committed() == 2 * Spool.size("t", b"z")
+
+
+def test_the_driver_reads_the_batches_where_executors_cannot_read_the_spool(
+    tmp_path: Path,
+) -> None:
+    """What ``read_spooled`` asks for (``executors_read``, from the Spark setting or local
+    mode) picks the reader Spark gets."""
+    from arroyo.connectors.runtime.spool import DriverReads, SpooledReader, StoppingWrapper
+    from arroyo.connectors.sse.options import SseOptions
+    from arroyo.connectors.sse.source import SseSource
+
+    table = SseOptions.model_validate({"endpoint": "http://127.0.0.1:1/e"})
+    options = {"options": table.model_dump_json(by_alias=True), "spool": str(tmp_path)}
+    assert isinstance(SseSource(options).streamReader(None), SpooledReader)  # type: ignore[arg-type]
+    driver = SseSource({**options, "executors_read": "false"}).streamReader(None)  # type: ignore[arg-type]
+    assert isinstance(driver, StoppingWrapper)
+    assert isinstance(driver.simple_reader, DriverReads)

@@ -20,19 +20,16 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader
-
 from arroyo.connectors.mqtt.options import MqttOptions
 from arroyo.connectors.runtime.spool import (
-    SPOOLED_SCHEMA,
     Spool,
     SpooledReader,
+    SpooledSource,
     read_spooled,
 )
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-    from pyspark.sql.types import StructType
 
     from arroyo.connectors.base import ReadContext
     from arroyo.program.spec import TableSpec
@@ -71,18 +68,14 @@ class _Reader(SpooledReader):
         client.loop_stop()
 
 
-class MqttSource(DataSource):
+class MqttSource(SpooledSource):
     """Options: ``options`` (the table's, as JSON), ``spool`` (its directory), ``client_id``."""
+
+    reader_type = _Reader
 
     @classmethod
     def name(cls) -> str:
         return "arroyo_mqtt"
-
-    def schema(self) -> str:
-        return SPOOLED_SCHEMA
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return _Reader(dict(self.options))
 
 
 def read_mqtt(ctx: ReadContext, table: TableSpec, opts: MqttOptions) -> DataFrame:

@@ -25,20 +25,17 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader
-
 from arroyo.connectors.nats.client import RECONNECT_ATTEMPTS
 from arroyo.connectors.nats.options import NatsOptions
 from arroyo.connectors.runtime.spool import (
-    SPOOLED_SCHEMA,
     Spool,
     SpooledReader,
+    SpooledSource,
     read_spooled,
 )
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-    from pyspark.sql.types import StructType
 
     from arroyo.connectors.base import ReadContext
     from arroyo.program.spec import TableSpec
@@ -192,19 +189,15 @@ class _Reader(SpooledReader):
         client.close()
 
 
-class NatsSource(DataSource):
+class NatsSource(SpooledSource):
     """Options: ``options`` (the table's, as JSON), ``spool`` (its directory), ``durable``;
     ``reconnect_attempts`` (tests: fewer than ``client.RECONNECT_ATTEMPTS``)."""
+
+    reader_type = _Reader
 
     @classmethod
     def name(cls) -> str:
         return "arroyo_nats"
-
-    def schema(self) -> str:
-        return SPOOLED_SCHEMA
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return _Reader(dict(self.options))
 
 
 def read_nats(ctx: ReadContext, table: TableSpec, opts: NatsOptions) -> DataFrame:

@@ -11,8 +11,6 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader
-
 from arroyo.connectors.polling_http.options import PollingHttpOptions
 from arroyo.connectors.runtime.http_source import (
     Connection,
@@ -20,11 +18,10 @@ from arroyo.connectors.runtime.http_source import (
     last_record,
     read_http,
 )
-from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA, Spool
+from arroyo.connectors.runtime.spool import Spool, SpooledSource
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-    from pyspark.sql.types import StructType
 
     from arroyo.connectors.base import ReadContext
     from arroyo.program.spec import TableSpec
@@ -83,18 +80,14 @@ class PollingHttpReader(HttpSpooledReader):
             return b"".join(chunks)
 
 
-class PollingHttpSource(DataSource):
+class PollingHttpSource(SpooledSource):
     """Options: ``options`` (the table's, as JSON), ``spool`` (its directory)."""
+
+    reader_type = PollingHttpReader
 
     @classmethod
     def name(cls) -> str:
         return "arroyo_polling_http"
-
-    def schema(self) -> str:
-        return SPOOLED_SCHEMA
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return PollingHttpReader(dict(self.options))
 
 
 def read_polling_http(ctx: ReadContext, table: TableSpec, opts: PollingHttpOptions) -> DataFrame:

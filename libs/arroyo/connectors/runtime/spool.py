@@ -17,13 +17,19 @@ import struct
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceStreamReader,
+    InputPartition,
+    SimpleDataSourceStreamReader,
+)
 from pyspark.sql.datasource_internal import _SimpleStreamReaderWrapper
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
 
     from arroyo.connectors.base import ReadContext
 
@@ -248,9 +254,9 @@ class SpooledReader(DataSourceStreamReader):
     spool positions. The driver only says where each micro-batch ends; the batch's task reads
     its records from the spool in an executor, as Arrow batches (``read``), which costs a third
     of what a simple reader's batch, handed over by the driver, costs Spark. So the spool must
-    be where the executors run: local mode, or one machine. Rows: ``_topic``, ``_source_time``
-    (when the message reached the spool), ``value``, ``_eoi``, ``_meta_topic``. Options:
-    ``spool`` (its directory)."""
+    be where the executors run: local mode, or one machine (elsewhere, ``DriverReads``).
+    Rows: ``_topic``, ``_source_time`` (when the message reached the spool), ``value``,
+    ``_eoi``, ``_meta_topic``. Options: ``spool`` (its directory)."""
 
     def __init__(self, options: dict[str, str]) -> None:
         # Pickled to the process that runs it: the spool and the client are made there.
@@ -331,10 +337,13 @@ class SpooledReader(DataSourceStreamReader):
         self._planned = spool.boundary(begin, BATCH_BYTES, spool.flush())
         return {"pos": self._planned}
 
+    def planned_up_to(self, pos: int) -> None:
+        """Spark has planned batches up to ``pos`` (after a restart, its latest batch first)."""
+        if self._planned is None or pos > self._planned:
+            self._planned = pos
+
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
-        # After a restart Spark plans the batch it had not committed first: it ends there.
-        if self._planned is None or end["pos"] > self._planned:
-            self._planned = end["pos"]
+        self.planned_up_to(end["pos"])
         if end["pos"] <= start["pos"]:
             return []
         return [SpoolRange(str(self.root), start["pos"], end["pos"])]
@@ -381,6 +390,57 @@ def _hold(root: Path) -> Any:
                     f"{_LOCK_WAIT_S:.0f} s (is the pipeline running twice?)"
                 ) from None
             time.sleep(0.1)
+
+
+class DriverReads(SimpleDataSourceStreamReader):
+    """A spooled reader for a Spark whose executors may not see the spool (on other
+    machines): the driver reads each batch from the spool and hands it to Spark as a simple
+    reader's batch (a third slower in Spark). A batch replayed after a restart is read where
+    its task runs, as before."""
+
+    def __init__(self, reader: SpooledReader) -> None:
+        self.reader = reader
+
+    def initialOffset(self) -> dict[str, int]:
+        return self.reader.initialOffset()
+
+    def read(self, start: dict[str, int]) -> tuple[Iterator[Any], dict[str, int]]:
+        self.reader.planned_up_to(start["pos"])
+        end = self.reader.latestOffset()
+        return self.readBetweenOffsets(start, end), end
+
+    def readBetweenOffsets(self, start: dict[str, int], end: dict[str, int]) -> Iterator[Any]:
+        # A list: pyspark copies a simple reader's iterator to read it again.
+        records = read_records(self.reader.root, start["pos"], end["pos"])
+        return iter(list(spooled_batches(records)))
+
+    def commit(self, end: dict[str, int]) -> None:
+        self.reader.commit(end)
+
+    def stop(self) -> None:
+        self.reader.stop()
+
+
+# The Spark setting that says whether executors read a spooled source's files (default: when
+# Spark runs locally, in one process).
+EXECUTORS_READ_SPOOL = "spark.arroyo.spool.executorsRead"
+
+
+class SpooledSource(DataSource):
+    """A spooled source: its reader, ``reader_type``; options: ``spool``, ``options`` (the
+    table's, as JSON), ``executors_read`` (whether Spark's tasks can read the spool's files),
+    and the reader's own."""
+
+    reader_type: ClassVar[type[SpooledReader]]
+
+    def schema(self) -> str:
+        return SPOOLED_SCHEMA
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        reader = self.reader_type(dict(self.options))
+        if self.options.get("executors_read", "true") == "true":
+            return reader
+        return StoppingWrapper(DriverReads(reader))
 
 
 class StoppingWrapper(_SimpleStreamReaderWrapper):
@@ -443,10 +503,13 @@ def read_spooled(
     state = ctx.state_dir.resolve()
     ident = f"{table}-{hashlib.sha256(str(state).encode()).hexdigest()[:12]}"
     ctx.spark.dataSource.register(source)
+    local = str(ctx.spark.conf.get("spark.master", "local")).startswith("local")
+    executors_read = ctx.spark.conf.get(EXECUTORS_READ_SPOOL, str(local).lower())
     reader = (
         ctx.spark.readStream.format(source.name())
         .option("spool", str(state / "spool"))
         .option("options", options)
+        .option("executors_read", str(executors_read).lower())
     )
     for key, value in named.items():
         reader = reader.option(key, value.format(ident=ident))

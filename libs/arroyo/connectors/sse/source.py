@@ -9,20 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader
-
 from arroyo.connectors.runtime.http_source import (
     Connection,
     HttpSpooledReader,
     last_record,
     read_http,
 )
-from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA, Spool
+from arroyo.connectors.runtime.spool import Spool, SpooledSource
 from arroyo.connectors.sse.options import SseOptions
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-    from pyspark.sql.types import StructType
 
     from arroyo.connectors.base import ReadContext
     from arroyo.program.spec import TableSpec
@@ -138,18 +135,14 @@ class SseReader(HttpSpooledReader):
                     connection.backoff.first_s = parser.retry_ms / 1000
 
 
-class SseSource(DataSource):
+class SseSource(SpooledSource):
     """Options: ``options`` (the table's, as JSON), ``spool`` (its directory)."""
+
+    reader_type = SseReader
 
     @classmethod
     def name(cls) -> str:
         return "arroyo_sse"
-
-    def schema(self) -> str:
-        return SPOOLED_SCHEMA
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return SseReader(dict(self.options))
 
 
 def read_sse(ctx: ReadContext, table: TableSpec, opts: SseOptions) -> DataFrame:

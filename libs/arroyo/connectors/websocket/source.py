@@ -10,20 +10,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader
-
 from arroyo.connectors.runtime.http_source import (
     Connection,
     HttpSpooledReader,
     TransientError,
     read_http,
 )
-from arroyo.connectors.runtime.spool import SPOOLED_SCHEMA
+from arroyo.connectors.runtime.spool import SpooledSource
 from arroyo.connectors.websocket.options import WebsocketOptions
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-    from pyspark.sql.types import StructType
 
     from arroyo.connectors.base import ReadContext
     from arroyo.program.spec import TableSpec
@@ -69,18 +66,14 @@ class WebsocketReader(HttpSpooledReader):
                 )
 
 
-class WebsocketSource(DataSource):
+class WebsocketSource(SpooledSource):
     """Options: ``options`` (the table's, as JSON), ``spool`` (its directory)."""
+
+    reader_type = WebsocketReader
 
     @classmethod
     def name(cls) -> str:
         return "arroyo_websocket"
-
-    def schema(self) -> str:
-        return SPOOLED_SCHEMA
-
-    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return WebsocketReader(dict(self.options))
 
 
 def read_websocket(ctx: ReadContext, table: TableSpec, opts: WebsocketOptions) -> DataFrame:
