@@ -91,3 +91,12 @@ def test_the_driver_reads_the_batches_where_executors_cannot_read_the_spool(
     driver = SseSource({**options, "executors_read": "false"}).streamReader(None)  # type: ignore[arg-type]
     assert isinstance(driver, StoppingWrapper)
     assert isinstance(driver.simple_reader, DriverReads)
+
+    # A batch the wrapper has not cached (replayed after a restart, or started past what was
+    # committed) is read by the driver too, never left to a task that may not see the spool.
+    spool = Spool(tmp_path)
+    for n in range(3):
+        spool.append("t", n, b"%d" % n)
+    cached = driver.getCache({"pos": Spool.size("t", b"0")}, {"pos": spool.end})
+    assert cached is not None
+    assert [v for b in cached for v in b.column("value").to_pylist()] == [b"1", b"2"]

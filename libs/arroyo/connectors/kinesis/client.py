@@ -116,6 +116,8 @@ def newest_records(opts: KinesisOptions, count: int, timeout_s: float) -> list[b
         for i, shard_id in enumerate(shards):
             # Each shard its share of what time is left.
             left = timeout_s - (time.monotonic() - began)
+            if left <= 0:
+                break
             deadline = time.monotonic() + left / (len(shards) - i)
             iterator = kinesis.get_shard_iterator(
                 StreamName=opts.stream_name, ShardId=shard_id, **start

@@ -102,7 +102,7 @@ async def newest_messages(opts: NatsOptions, count: int, timeout_s: float) -> li
     client = await connect(opts)
     try:
         if opts.stream is not None:
-            return await _last_of_stream(client, opts, count)
+            return await asyncio.wait_for(_last_of_stream(client, opts, count), timeout_s)
         subscription = await client.subscribe(str(opts.subject))  # set when stream is not
         received: list[bytes] = []
         deadline = asyncio.get_running_loop().time() + timeout_s
@@ -115,6 +115,10 @@ async def newest_messages(opts: NatsOptions, count: int, timeout_s: float) -> li
             except nats.errors.TimeoutError:
                 break
         return received
+    except TimeoutError:
+        raise NatsError(
+            f"NATS at {opts.servers}: stream '{opts.stream}' not read within {timeout_s:g} s"
+        ) from None
     finally:
         await client.close()
 

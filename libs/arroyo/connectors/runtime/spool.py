@@ -321,8 +321,9 @@ class SpooledReader(DataSourceStreamReader):
 
     def latestOffset(self) -> dict[str, int]:
         """Up to BATCH_BYTES past where the last batch ended, at a record's end, of what is
-        flushed. After a restart Spark tells the reader where that was (``partitions`` of its
-        latest batch, before any ``latestOffset``); else the committed position."""
+        flushed. After a restart Spark tells the reader where that was where it can
+        (``partitions`` of its latest batch, before any ``latestOffset``); else the committed
+        position, at or before Spark's start."""
         spool = self._own()
         if self._planned is None:
             self._planned = max(spool.committed(), spool.start)
@@ -392,11 +393,20 @@ def _hold(root: Path) -> Any:
             time.sleep(0.1)
 
 
+class StoppingWrapper(_SimpleStreamReaderWrapper):
+    """PySpark's wrapper of a simple stream reader, which does not pass ``stop`` on: a spooled
+    reader's subscriber must end with its query, not live on in a reused Python worker."""
+
+    def stop(self) -> None:
+        stop = getattr(self.simple_reader, "stop", None)
+        if callable(stop):
+            stop()
+
+
 class DriverReads(SimpleDataSourceStreamReader):
     """A spooled reader for a Spark whose executors may not see the spool (on other
     machines): the driver reads each batch from the spool and hands it to Spark as a simple
-    reader's batch (a third slower in Spark). A batch replayed after a restart is read where
-    its task runs, as before."""
+    reader's batch (a third slower in Spark), a replayed one too (``DriverReadsWrapper``)."""
 
     def __init__(self, reader: SpooledReader) -> None:
         self.reader = reader
@@ -421,6 +431,19 @@ class DriverReads(SimpleDataSourceStreamReader):
         self.reader.stop()
 
 
+class DriverReadsWrapper(StoppingWrapper):
+    """pyspark's wrapper of ``DriverReads``, which hands Spark every batch from the driver:
+    a batch not in its cache (replayed after a restart, or one whose start the wrapper did not
+    see, as after a clean stop Spark's next batch starts where the last one ended, past what was
+    committed) is read then, not left to a task that may not see the spool."""
+
+    def getCache(self, start: dict[str, int], end: dict[str, int]) -> Iterator[Any]:
+        cached = super().getCache(start, end)
+        if cached is not None:
+            return cached
+        return self.simple_reader.readBetweenOffsets(start, end)
+
+
 # The Spark setting that says whether executors read a spooled source's files (default: when
 # Spark runs locally, in one process).
 EXECUTORS_READ_SPOOL = "spark.arroyo.spool.executorsRead"
@@ -440,17 +463,7 @@ class SpooledSource(DataSource):
         reader = self.reader_type(dict(self.options))
         if self.options.get("executors_read", "true") == "true":
             return reader
-        return StoppingWrapper(DriverReads(reader))
-
-
-class StoppingWrapper(_SimpleStreamReaderWrapper):
-    """PySpark's wrapper of a simple stream reader, which does not pass ``stop`` on: a spooled
-    reader's subscriber must end with its query, not live on in a reused Python worker."""
-
-    def stop(self) -> None:
-        stop = getattr(self.simple_reader, "stop", None)
-        if callable(stop):
-            stop()
+        return DriverReadsWrapper(DriverReads(reader))
 
 
 def spooled_batches(records: Iterator[tuple[str, int, bytes]]) -> Iterator[Any]:
