@@ -1,17 +1,22 @@
-"""Endless feeds for tests of the HTTP sources, served by aiohttp on 127.0.0.1 (``serve``):
-``/sse``, an event stream of ``{"id": n}`` for n = 0, 1, ... (one every 10 ms, each with its id);
+"""Feeds for tests of the HTTP sources, served by aiohttp on 127.0.0.1 (``serve``): ``/sse``,
+an event stream of ``{"id": n}`` for n = 0 .. EVENTS - 1 (each with its id), then kept open;
 ``/ws``, the same over a WebSocket once the client sends ``subscribe``; ``/poll``, one JSON
 document (``POLLED``); anything else answers 404 ``no such feed``."""
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 
 from aiohttp import web
 
 POLLED = {"id": 7, "name": "polled"}
+EVENTS = 100
+
+
+async def _held_open() -> None:
+    """Until the server shuts the connection down (the handler is cancelled)."""
+    await asyncio.Event().wait()
 
 
 async def _feed(request: web.Request) -> web.StreamResponse:
@@ -19,16 +24,18 @@ async def _feed(request: web.Request) -> web.StreamResponse:
     if kind == "sse":
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
-        for n in itertools.count():
+        for n in range(EVENTS):
             await response.write(f"id: {n}\ndata: {json.dumps({'id': n})}\n\n".encode())
-            await asyncio.sleep(0.01)
+        await _held_open()
+        return response
     if kind == "ws":
         ws = web.WebSocketResponse()
         await ws.prepare(request)
         if (await ws.receive_str(timeout=10)) == "subscribe":
-            for n in itertools.count():
+            for n in range(EVENTS):
                 await ws.send_str(json.dumps({"id": n}))
-                await asyncio.sleep(0.01)
+            async for _ in ws:  # until closed, answering pings
+                pass
         return ws
     if kind == "poll":
         return web.json_response(POLLED)

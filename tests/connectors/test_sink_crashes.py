@@ -135,9 +135,14 @@ def test_kill_9_leaves_each_row_once_for_a_plain_reader(
                 return not any(now <= t < ROWS for now, t in zip(counts(), before, strict=True))
 
             wait_until(f"new rows in every sink (seed {seed})", written, 180, interval=0.5)
-            # The kill lands at a random point of the following batches (seeded): a chaos
-            # schedule, not a wait for a condition.
-            time.sleep(rng.uniform(0.0, 2.5))
+            # The kill lands at a random point of the following batches (seeded): once a
+            # random number more rows (up to about 2.5 s of the source's) are on disk.
+            more = len(_local_rows(out)) + rng.randint(0, 5000)
+
+            def further(run: subprocess.Popen[bytes] = run, more: int = more) -> bool:
+                return run.poll() is not None or len(_local_rows(out)) >= min(more, ROWS)
+
+            wait_until(f"more rows on disk (seed {seed})", further, 180, interval=0.1)
         finally:
             with contextlib.suppress(ProcessLookupError):  # it may have ended by itself
                 os.killpg(run.pid, signal.SIGKILL)

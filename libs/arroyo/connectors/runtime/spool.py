@@ -63,14 +63,18 @@ def _whole_records(path: Path, repair: bool) -> int:
     return whole
 
 
-def read_records(root: Path, start: int, end: int) -> Iterator[tuple[str, int, bytes]]:
-    """The messages in [start, end) of the spool at ``root`` (``start`` a record's start, ``end``
-    a record's end, both flushed): each segment's part read whole, then split."""
+def _must_be_here(root: Path) -> None:
     if not root.is_dir():
         raise RuntimeError(
             f"the spool {root} is not here: a spooled source's batches are read where its "
             "pipeline's driver runs (local mode or a single machine)"
         )
+
+
+def read_records(root: Path, start: int, end: int) -> Iterator[tuple[str, int, bytes]]:
+    """The messages in [start, end) of the spool at ``root`` (``start`` a record's start, ``end``
+    a record's end, both flushed): each segment's part read whole, then split."""
+    _must_be_here(root)
     unpack, header = _HEADER.unpack_from, _HEADER.size
     for first in sorted(int(p.stem) for p in root.glob("*.log")):
         path = root / f"{first:020d}.log"
@@ -107,11 +111,8 @@ class Spool:
         self.segment_bytes = segment_bytes
         if writer:
             root.mkdir(parents=True, exist_ok=True)
-        elif not root.is_dir():
-            raise RuntimeError(
-                f"the spool {root} is not here: a spooled source's batches are read where its "
-                "pipeline's driver runs (local mode or a single machine)"
-            )
+        else:
+            _must_be_here(root)
         self.lock = threading.Lock()
         starts = self.segments()
         self.start = starts[0] if starts else 0
