@@ -234,3 +234,22 @@ def test_options_that_cannot_work_are_refused(
         spark_planner(spark, state_dir=tmp_path).plan(sql)
     text = "\n".join(d.message for d in caught.value.diagnostics)
     assert message in text, text
+
+
+def test_the_test_server_outlives_a_request_its_client_abandons(kinesis: KinesisServer) -> None:
+    """kinesalite alone exits when a client resets a request mid-body (a timed-out SDK call
+    does), taking every later test with it; the server the tests start must go on."""
+    import socket
+    import struct
+
+    before = kinesis.client().list_streams()["StreamNames"]
+    with socket.create_connection((kinesis.host, kinesis.port)) as conn:
+        conn.sendall(
+            b"POST / HTTP/1.1\r\nHost: k\r\nContent-Type: application/x-amz-json-1.1\r\n"
+            b"X-Amz-Target: Kinesis_20131202.ListStreams\r\nContent-Length: 100\r\n\r\n{"
+        )
+        # A whole request on another connection: by its answer, the server has read this head
+        # (one event loop), so the reset below aborts a request rather than a bare connection.
+        assert kinesis.client().list_streams()["StreamNames"] == before
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    assert kinesis.client().list_streams()["StreamNames"] == before

@@ -12,6 +12,8 @@ iterator. Neither checks signatures, so wrong credentials cannot be tested again
 kinesalite is installed from the npm registry into ``~/.cache/arroyo/kinesalite/<version>``
 with ``npm ci`` from the lock file beside this module (``kinesalite/package-lock.json``), once.
 It keeps its streams in memory. ``running_kinesis(root)`` starts one, yields it, and stops it.
+kinesalite throws, and so exits, when a client abandons a request mid-body; the server here is
+started with a guard (``kinesalite/survive-aborts.js``) that logs such an error and goes on.
 """
 
 from __future__ import annotations
@@ -116,8 +118,12 @@ def running_kinesis(root: Path) -> Iterator[KinesisServer]:
     root.mkdir(parents=True, exist_ok=True)
     server = KinesisServer("127.0.0.1", free_port())
     log = root / "kinesalite.log"
+    # kinesalite's own script, run by node with a guard that keeps one client's abandoned request
+    # from ending the server (see kinesalite/survive-aborts.js).
+    node = shutil.which("node") or "node"
+    args = [node, "--require", str(_PACKAGE / "survive-aborts.js"), str(command.resolve())]
     # Streams are created, resharded and deleted at once, not after AWS's half a second.
-    args = [str(command), "--host", server.host, "--port", str(server.port)]
+    args += ["--host", server.host, "--port", str(server.port)]
     args += ["--createStreamMs", "0", "--deleteStreamMs", "0", "--updateStreamMs", "0"]
     args += ["--shardLimit", "100"]
     with open(log, "ab") as out:
