@@ -69,6 +69,50 @@ def test_a_stream_is_read_from_its_first_message_and_resumed_once(
     assert sorted(r["o"] for r in rows) == list(range(10))  # the stream's own offsets
 
 
+def test_amqp_messages_and_raw_ones_are_read_whole_by_the_tasks(
+    spark: SparkSession, rabbitmq: RabbitmqNode, tmp_path: Path
+) -> None:
+    """Enough messages for a micro-batch of more than one task, half written as AMQP 1.0
+    messages (as every client but a raw-bytes producer writes them), half as raw bytes: each
+    read once, by its body."""
+    from rstream import AMQPMessage, Producer
+
+    stream, count = f"s-{uuid.uuid4().hex[:8]}", 30_000
+
+    async def send() -> None:
+        async with Producer(
+            rabbitmq.host, rabbitmq.stream_port, username=rabbitmq.username,
+            password=rabbitmq.password,
+        ) as producer:  # fmt: skip
+            await producer.create_stream(stream)
+            for lo in range(0, count, 1_000):
+                batch: list[bytes | AMQPMessage] = []
+                for n in range(lo, lo + 1_000):
+                    value = json.dumps({"n": n}).encode()
+                    batch.append(AMQPMessage(body=value) if n % 2 else value)
+                await producer.send_batch(stream, batch)
+
+    asyncio.run(send())
+    out = tmp_path / "out.json"
+    runner = start(spark, _sql(rabbitmq, stream, out, "first"), tmp_path / "state")
+    try:
+        wait_until("every message", lambda: len(json_lines(out)) >= count, timeout=120)
+    finally:
+        stop(runner)
+    rows = json_lines(out)
+    assert sorted(r["o"] for r in rows) == list(range(count))
+    assert all(r["n"] == r["o"] for r in rows)
+
+
+def test_a_batch_is_split_into_offset_ranges_for_the_tasks() -> None:
+    from arroyo.connectors.rabbitmq.source import split
+
+    assert [(r.begin, r.end) for r in split(100, 30_100, 2)] == [(100, 15_100), (15_100, 30_100)]
+    assert [(r.begin, r.end) for r in split(0, 15_000, 4)] == [(0, 15_000)]  # too few for two
+    assert [(r.begin, r.end) for r in split(7, 8, 2)] == [(7, 8)]
+    assert split(8, 8, 2) == []  # an empty batch: no task subscribes for nothing
+
+
 def test_next_reads_only_what_is_published_after_thestart(
     spark: SparkSession, rabbitmq: RabbitmqNode, tmp_path: Path
 ) -> None:

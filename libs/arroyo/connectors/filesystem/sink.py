@@ -35,7 +35,7 @@ from arroyo.connectors.filesystem.partitions import partition_levels
 from arroyo.connectors.filesystem.rolling import split_file
 from arroyo.connectors.filesystem.store import SinkStore
 from arroyo.connectors.filesystem.uploads import write_uploads
-from arroyo.connectors.runtime.remote_state import durable
+from arroyo.connectors.runtime.remote_state import write_durably
 from arroyo.connectors.runtime.sinks import batch_in_flight, consume, error_summary, sink_id
 from arroyo.errors import ArroyoError
 from arroyo.formats import JsonOptions, ParquetOptions, parse_format_options
@@ -175,12 +175,12 @@ class BatchFiles:
 
     def _placing(self, batch_id: int, targets: list[str]) -> None:
         """The files the batch is about to place, recorded first: a replay removes them."""
-        _write_atomically(
+        write_durably(
             self.placing_file, json.dumps({"batch": batch_id, "files": targets, "rel": 1})
         )
 
     def _commit(self, batch_id: int) -> None:
-        _write_atomically(self.committed_file, str(batch_id))
+        write_durably(self.committed_file, str(batch_id))
         self._committed = batch_id
 
     def prepare(self, df: DataFrame) -> tuple[DataFrame, list[str], dict[str, str]]:
@@ -303,11 +303,3 @@ def _partition_dir(staged: str) -> str:
         if value != "__HIVE_DEFAULT_PARTITION__":  # Spark's name for an empty value
             parts += [p.replace(".", "%2E") if p in (".", "..") else p for p in value.split("/")]
     return "/".join(p for p in parts if p)
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    durable(path)

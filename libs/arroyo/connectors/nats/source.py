@@ -108,7 +108,9 @@ class _Reader(SpooledReader):
 
                 async def on_message(message: Any) -> None:
                     try:
-                        spool.append(message.subject, int(time.time() * 1000), message.data)
+                        spool.append(
+                            message.subject, int(time.time() * 1000), message.data, flush=False
+                        )
                     except Exception as err:  # a full disk: the next read fails the query
                         self.fail(err)
 
@@ -166,7 +168,9 @@ class _Reader(SpooledReader):
         for message in messages:
             sequence = message.metadata.sequence.stream
             if sequence not in spooled:
-                spool.append(message.subject, int(time.time() * 1000), message.data, sequence)
+                spool.append(
+                    message.subject, int(time.time() * 1000), message.data, sequence, flush=False
+                )
                 spooled.add(sequence)
                 fresh = True
         if fresh:

@@ -1,30 +1,43 @@
 """The RabbitMQ Streams source: a stream's messages with their stream offsets as Spark's
-offsets, so a micro-batch replayed after a crash is read again from the stream itself.
+offsets, read by Spark's tasks, a range of offsets each, so a micro-batch replayed after a crash
+is read again from the stream itself.
 
-The reader (on the driver) keeps a consumer subscribed from where the pipeline's offsets say
-(a new pipeline: ``source.offset``), buffering messages until a micro-batch takes them. A batch
-replayed after a restart (``readBetweenOffsets``) is read by a consumer of its own from its
-first offset to its last. Offsets: ``{"offset": the next to read}``; a new pipeline's first
-batch starts at -1 (wherever ``source.offset`` put it) and its end also records the offset it
-began at (``from``), so that it can be replayed exactly.
+The driver reads no message. It follows where the stream ends from chunk headers (``Tail``)
+and says where each micro-batch ends: at most ``max_records`` past the last one's end, within
+what the stream has written. Each task subscribes at its range's first offset and turns the
+chunks it is given into Arrow batches (``chunks.read_range``), so the messages are read once,
+in parallel, where Spark uses them.
+
+Offsets: ``{"offset": the next to read}``. A new pipeline starts at -1 and its first batch's
+end also records where ``source.offset`` put the start (``from``): the first chunk given to a
+subscription from ``source.offset``. Spark asks a reader for its latest offset before it says
+where the batch starts (and, after a restart past a committed batch, never says), so the reader
+keeps the end of the last batch it was asked to read in the table's state (``planned``): with
+it, a restarted reader knows where the next batch starts; without it, the pipeline is new.
 """
 
 from __future__ import annotations
 
-import contextlib
+import itertools
 import json
-import threading
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyspark.sql.datasource import DataSource, DataSourceStreamReader, SimpleDataSourceStreamReader
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from arroyo.connectors.rabbitmq.options import RabbitmqConnection, RabbitmqOptions
-from arroyo.connectors.runtime.arrow_rows import TIMESTAMP, batches
-from arroyo.connectors.runtime.spool import StoppingWrapper
+from arroyo.connectors.rabbitmq.chunks import (
+    CONNECT_TIMEOUT_S,
+    RabbitmqError,
+    Tail,
+    newest_messages,
+    read_range,
+    where,
+)
+from arroyo.connectors.rabbitmq.options import RabbitmqOptions
+from arroyo.connectors.runtime.remote_state import write_durably
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -33,251 +46,181 @@ if TYPE_CHECKING:
     from arroyo.connectors.base import ReadContext
     from arroyo.program.spec import TableSpec
 
-CONNECT_TIMEOUT_S = 10.0
-REPLAY_TIMEOUT_S = 60.0
-_BATCH_ROWS = 100_000
-_SCHEMA = pa.schema(
-    [
-        ("_offset", pa.int64()),
-        ("_source_time", TIMESTAMP),
-        ("value", pa.binary()),
-        ("_eoi", pa.bool_()),
-    ]
-)
+__all__ = ["RabbitmqError", "RabbitmqSource", "newest_messages", "read_rabbitmq"]
+
+# Records in a micro-batch, at most (unless the pipeline caps it lower).
+MAX_RECORDS = 1_000_000
+# Offsets a task reads, at least: a smaller batch is one task's.
+_MIN_RANGE = 10_000
+# How long a new subscription is given for its first chunk before the reader answers Spark
+# (a stream that has messages gives one in milliseconds; one with none, never).
+_FIRST_CHUNK_S = 0.5
 
 
-class RabbitmqError(RuntimeError):
-    """A node that cannot be reached or refuses us, or a stream that does not exist."""
-
-
-def _where(conn: RabbitmqConnection) -> str:
-    return f"{conn.host}:{conn.port}{conn.virtual_host}"
-
-
-def _ssl(conn: RabbitmqConnection) -> Any:
-    if not conn.tls_enabled:
-        return None
-    import ssl
-
-    context = ssl.create_default_context(cafile=conn.tls_root_certificates_path)
-    if conn.tls_trust_certificates:
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    if conn.tls_client_certificates_path:
-        context.load_cert_chain(conn.tls_client_certificates_path, conn.tls_client_keys_path)
-    return context
-
-
-def _spec(opts: RabbitmqOptions, offset: int) -> Any:
-    from rstream import ConsumerOffsetSpecification, OffsetType
-
-    if offset >= 0:
-        return ConsumerOffsetSpecification(OffsetType.OFFSET, offset)
-    named = {"first": OffsetType.FIRST, "last": OffsetType.LAST, "next": OffsetType.NEXT}
-    if opts.source_offset in named:
-        return ConsumerOffsetSpecification(named[opts.source_offset], None)
+def _start_spec(opts: RabbitmqOptions) -> tuple[str, int | None]:
+    """Where ``source.offset`` starts a new pipeline, as a subscription's offset spec."""
+    if opts.source_offset in ("first", "last", "next"):
+        return opts.source_offset, None
     when = datetime.fromisoformat(opts.source_offset)
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return ConsumerOffsetSpecification(OffsetType.TIMESTAMP, int(when.timestamp() * 1000))
+    return "timestamp", int(when.timestamp() * 1000)
 
 
-class _Consumer:
-    """A consumer of the stream from ``offset`` (-1: as ``source.offset`` says) on a loop of
-    its own, calling ``on_message(offset, body, time)``."""
+class OffsetRange(InputPartition):
+    """A task's part of a micro-batch: the records at offsets [begin, end)."""
 
-    def __init__(self, opts: RabbitmqOptions, offset: int, on_message: Any) -> None:
-        from arroyo.connectors.runtime.loop import Loop
-
-        self.loop = Loop()
-        try:
-            self.consumer = self.loop.run(self._start(opts, offset, on_message), 30)
-        except Exception as err:
-            self.loop.close()
-            raise RabbitmqError(
-                f"cannot read stream '{opts.stream}' at {_where(opts)}: {err or type(err).__name__}"
-            ) from err
-
-    async def _start(self, opts: RabbitmqOptions, offset: int, on_message: Any) -> Any:
-        import asyncio
-
-        from rstream import Consumer
-
-        consumer = Consumer(
-            opts.host,
-            opts.port,
-            username=opts.username,
-            password=opts.password,
-            vhost=opts.virtual_host,
-            ssl_context=_ssl(opts),
-            load_balancer_mode=opts.load_balancer_mode,
-            max_retries=1,
-        )
-        await asyncio.wait_for(consumer.start(), CONNECT_TIMEOUT_S)
-        if not await consumer.stream_exists(opts.stream):
-            await consumer.close()
-            raise RabbitmqError(f"no stream named '{opts.stream}'")
-
-        async def callback(message: Any, context: Any) -> None:
-            body = message.body if hasattr(message, "body") else message
-            if isinstance(body, list):
-                body = b"".join(bytes(b) for b in body)
-            on_message(context.offset, bytes(body), getattr(context, "timestamp", None))
-
-        await consumer.subscribe(
-            opts.stream, callback, offset_specification=_spec(opts, offset), initial_credit=64
-        )
-        return consumer
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):  # a consumer whose node went away
-            self.loop.run(self.consumer.close(), 10)
-        self.loop.close()
+    def __init__(self, begin: int, end: int) -> None:
+        super().__init__((begin, end))
+        self.begin, self.end = begin, end
 
 
-# How far back a sample looks for the newest messages; the pause in their arrival that says
-# the consumer has caught up, and how long it waits for a first one once subscribed.
-_SAMPLE_WINDOW_S = 3600.0
-_SAMPLE_QUIET_S = 0.5
-_SAMPLE_FIRST_S = 2.0
+def split(begin: int, end: int, parts: int) -> list[OffsetRange]:
+    """[begin, end) in up to ``parts`` ranges of nearly equal size, none under _MIN_RANGE."""
+    if end <= begin:
+        return []
+    count = max(1, min(parts, (end - begin) // _MIN_RANGE))
+    bounds = [begin + (end - begin) * i // count for i in range(count + 1)]
+    return [OffsetRange(lo, hi) for lo, hi in itertools.pairwise(bounds)]
 
 
-def newest_messages(opts: RabbitmqOptions, count: int, timeout_s: float) -> list[bytes]:
-    """Up to ``count`` of the stream's newest messages (of the last hour): a consumer of its
-    own from an hour ago, read until it has caught up (nothing new for half a second; nothing
-    at all for two seconds once subscribed) or ``timeout_s`` has passed. No offset is stored
-    on the server (the source keeps its own in checkpoints), so no reader's position moves."""
-    got: list[bytes] = []
-    lock = threading.Lock()
-    last: list[float] = []  # when the latest message came
-
-    def on_message(offset: int, body: bytes, at_ms: int | None) -> None:
-        with lock:
-            got.append(body)
-            del got[:-count]
-            last[:] = [time.monotonic()]
-
-    since = datetime.now(UTC).timestamp() - _SAMPLE_WINDOW_S
-    start = datetime.fromtimestamp(since, UTC).isoformat()
-    began = time.monotonic()
-    consumer = _Consumer(opts.model_copy(update={"source_offset": start}), -1, on_message)
-    subscribed = time.monotonic()
-    try:
-        while time.monotonic() < began + timeout_s:
-            with lock:
-                if last and time.monotonic() - last[0] >= _SAMPLE_QUIET_S:
-                    break
-                if not last and time.monotonic() - subscribed >= _SAMPLE_FIRST_S:
-                    break
-            time.sleep(0.05)
-    finally:
-        consumer.close()
-    with lock:
-        return list(got)
-
-
-def _row(offset: int, body: bytes, at_ms: int | None) -> tuple[Any, ...]:
-    seconds = (at_ms if at_ms is not None else time.time() * 1000) / 1000
-    return (offset, datetime.fromtimestamp(seconds, UTC), body, False)
-
-
-class _Reader(SimpleDataSourceStreamReader):
+class _Reader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
-        # Pickled to the process that runs it: the consumer is made there.
+        # Pickled to the process that runs it (the driver's Python worker, or a task's).
         self.opts = RabbitmqOptions.model_validate(json.loads(options["options"]))
-        self._consumer: _Consumer | None = None
-        self._buffer: list[tuple[int, bytes, int | None]] = []
-        self._lock: Any = None
+        self.parallelism = int(options["parallelism"])
+        self.max_records = int(options["max_records"])
+        self._state = Path(options["state"]) / "planned"
+        self._start: Tail | None = None  # a new pipeline's: where source.offset points
+        self._from: int | None = None
+        self._tail: Tail | None = None
+        self._planned: int | None = None  # the end of the last batch Spark planned
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"opts": self.opts, "_consumer": None, "_buffer": [], "_lock": None}
+        return {**self.__dict__, "_start": None, "_tail": None}
 
     def initialOffset(self) -> dict[str, int]:
         return {"offset": -1}
 
-    def _subscribed(self, offset: int) -> None:
-        if self._consumer is not None:
-            return
-        self._lock = threading.Lock()
+    def _what(self) -> str:
+        return f"stream '{self.opts.stream}' at {where(self.opts)}"
 
-        def on_message(at: int, body: bytes, when: int | None) -> None:
-            with self._lock:
-                self._buffer.append((at, body, when))
+    def _latest(self) -> int | None:
+        """The end of what the stream has written, as far as is known."""
+        if self._tail is None:
+            self._tail = Tail(self.opts, "last", None)
+            self._tail.wait(_FIRST_CHUNK_S)
+        if self._tail.failure is not None:
+            raise RabbitmqError(f"{self._what()}: {self._tail.failure}")
+        ends = [t.end for t in (self._tail, self._start) if t is not None and t.end is not None]
+        return max(ends, default=None)
 
-        self._consumer = _Consumer(self.opts, offset, on_message)
+    def _resolve_start(self) -> int | None:
+        """A new pipeline's first offset, once a chunk has come where source.offset points."""
+        if self._from is None:
+            if self._start is None:
+                self._start = Tail(self.opts, *_start_spec(self.opts))
+                self._start.wait(_FIRST_CHUNK_S)
+            self._from = self._start.first
+        return self._from
 
-    def read(self, start: dict[str, int]) -> tuple[Iterator[pa.RecordBatch], dict[str, int]]:
-        begin = start["offset"]
-        self._subscribed(begin)
-        with self._lock:
-            taken = [m for m in self._buffer if m[0] >= begin][:_BATCH_ROWS]
-        if not taken:
-            return iter([]), start
-        end = {"offset": taken[-1][0] + 1}
-        if begin < 0:
-            end["from"] = taken[0][0]
-        return batches(_SCHEMA, [_row(*m) for m in taken]), end
+    def latestOffset(self) -> dict[str, int]:
+        if self._planned is None:
+            try:
+                self._planned = int(self._state.read_text())
+            except FileNotFoundError:
+                return self._first_batch()
+            return self._next_batch(resumed=True)
+        return self._next_batch(resumed=False)
 
-    def readBetweenOffsets(
-        self, start: dict[str, int], end: dict[str, int]
-    ) -> Iterator[pa.RecordBatch]:
-        begin = start["offset"] if start["offset"] >= 0 else end.get("from", 0)
-        last = end["offset"] - 1
-        got: dict[int, tuple[int, bytes, int | None]] = {}
-        done = threading.Event()
+    def _first_batch(self) -> dict[str, int]:
+        """A new pipeline's first batch, once the stream has a message past its start."""
+        begin = self._resolve_start()
+        latest = self._latest()
+        if begin is None or latest is None or latest <= begin:
+            return {"offset": -1}
+        return {"offset": min(latest, begin + self.max_records), "from": begin}
 
-        def on_message(at: int, body: bytes, when: int | None) -> None:
-            if begin <= at <= last:
-                got[at] = (at, body, when)
-            if at >= last:
-                done.set()
-
-        consumer = _Consumer(self.opts, begin, on_message)
-        try:
-            if not done.wait(REPLAY_TIMEOUT_S):
+    def _next_batch(self, resumed: bool) -> dict[str, int]:
+        assert self._planned is not None
+        latest = self._latest()
+        if resumed:
+            if latest is None:
+                assert self._tail is not None
+                self._tail.wait(CONNECT_TIMEOUT_S)
+                latest = self._latest()
+            if latest is None or latest < self._planned:
                 raise RabbitmqError(
-                    f"stream '{self.opts.stream}' at {_where(self.opts)} did not give offsets "
-                    f"{begin} to {last} again within {REPLAY_TIMEOUT_S:.0f} s"
+                    f"{self._what()} ends at offset {latest or 0}, before the checkpoint's "
+                    f"{self._planned}: it holds fewer messages than were read (was it deleted "
+                    "and made again?)"
                 )
-        finally:
-            consumer.close()
-        return batches(_SCHEMA, [_row(*got[k]) for k in sorted(got)])
+        if latest is not None:
+            self._planned = max(self._planned, min(latest, self._planned + self.max_records))
+        return {"offset": self._planned}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        if end["offset"] < 0:
+            # A new pipeline's first batch, which Spark runs even with nothing in it: its
+            # start is not known yet.
+            return []
+        begin = start["offset"] if start["offset"] >= 0 else end["from"]
+        last = end["offset"]
+        if last < begin:
+            raise RabbitmqError(
+                f"{self._what()} ends at offset {last}, before the checkpoint's {begin}: it "
+                "holds fewer messages than were read (was it deleted and made again?)"
+            )
+        if self._planned is None or last > self._planned:
+            self._planned = last
+        # Spark asks for a latest offset only once every batch it planned has committed (one
+        # it has not is planned again, from its offsets), so a restarted reader that is asked
+        # starts where this says.
+        write_durably(self._state, str(last))
+        if self._start is not None:  # the start is known for good now
+            self._start.close(wait=False)
+            self._start = None
+        return list(split(begin, last, self.parallelism))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, OffsetRange)
+        return read_range(self.opts, partition.begin, partition.end)
 
     def commit(self, end: dict[str, int]) -> None:
-        if self._lock is None:
-            return
-        with self._lock:
-            self._buffer = [m for m in self._buffer if m[0] >= end["offset"]]
+        """Nothing to do: the offsets are the checkpoint's, and nothing is buffered."""
 
     def stop(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        for tail in (self._start, self._tail):
+            if tail is not None:
+                tail.close()
+        self._start = self._tail = None
 
 
 class RabbitmqSource(DataSource):
-    """Options: ``options`` (the table's, as JSON)."""
+    """Options: ``options`` (the table's, as JSON), ``parallelism`` (tasks per micro-batch, at
+    most) and ``max_records`` (records per micro-batch, at most)."""
 
     @classmethod
     def name(cls) -> str:
         return "arroyo_rabbitmq"
 
     def schema(self) -> str:
-        return (
-            "`_offset` BIGINT, `_source_time` TIMESTAMP, `value` BINARY, `_eoi` BOOLEAN"  # _SCHEMA
-        )
+        return "`_offset` BIGINT, `_source_time` TIMESTAMP, `value` BINARY, `_eoi` BOOLEAN"
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
-        return StoppingWrapper(_Reader(dict(self.options)))
+        return _Reader(dict(self.options))
 
 
 def read_rabbitmq(ctx: ReadContext, table: TableSpec, opts: RabbitmqOptions) -> DataFrame:
-    """The stream's messages as ``value``, each one's stream time as the source time, and its
-    offset as the ``offset`` metadata."""
+    """The stream's messages as ``value``, each one's stream time (its chunk's) as the source
+    time, and its offset as the ``offset`` metadata."""
     ctx.spark.dataSource.register(RabbitmqSource)
     df = (
         ctx.spark.readStream.format(RabbitmqSource.name())
         .option("options", opts.model_dump_json(by_alias=True))
+        .option("parallelism", str(ctx.parallelism))
+        .option("max_records", str(ctx.max_records_per_batch or MAX_RECORDS))
+        .option("state", str(ctx.state_dir.resolve()))
         .load()
     )
     return df.select("value", "_source_time", "_eoi", df["_offset"].alias("_meta_offset"))

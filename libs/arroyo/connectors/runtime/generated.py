@@ -10,7 +10,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from arroyo.connectors.base import ReadContext
-from arroyo.connectors.runtime.remote_state import durable
+from arroyo.connectors.runtime.remote_state import write_durably
 
 
 def event_numbers(
@@ -58,19 +58,11 @@ def _generator(ctx: ReadContext, events_per_second: float, total: int | None) ->
         at_once = total is not None and total <= events_per_second
         kind = "rate-micro-batch" if ctx.max_records_per_batch or at_once else "rate"
         if not ctx.planning:  # a plan's source is only analysed, and knows no batch cap
-            _write_atomically(marker, {"format": kind})
+            write_durably(marker, json.dumps({"format": kind}))
     per_second = max(1, round(events_per_second))
     if kind == "rate":
         return kind, per_second
     return kind, ctx.max_records_per_batch or (total + 1 if total is not None else per_second)
-
-
-def _write_atomically(path: Path, value: dict[str, object]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(value))
-    tmp.replace(path)
-    durable(path)
 
 
 def start_time_ms(state_dir: Path) -> int:
@@ -79,5 +71,5 @@ def start_time_ms(state_dir: Path) -> int:
     if marker.exists():
         return int(json.loads(marker.read_text())["start_time_ms"])
     now = int(time.time() * 1000)
-    _write_atomically(marker, {"start_time_ms": now})
+    write_durably(marker, json.dumps({"start_time_ms": now}))
     return now

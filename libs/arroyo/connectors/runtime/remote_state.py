@@ -272,6 +272,16 @@ def durable(path: Path) -> None:
         remote.push(Path(os.path.abspath(path)))
 
 
+def write_durably(path: Path, text: str) -> None:
+    """Replaces ``path`` of the state with ``text`` at once (a reader sees the old text or the
+    new, never part of it), and stores it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    durable(path)
+
+
 def forget(path: Path) -> None:
     """``path`` was removed from the state: remove it from the store too."""
     remote = _owner(path)

@@ -182,9 +182,11 @@ class Spool:
         return max(self.sequences(), default=-1)
 
     def sync(self) -> None:
-        """Makes what was appended durable (fsync), before a system is told it was received."""
+        """Makes what was appended durable (flushed and fsynced), before a system is told it
+        was received."""
         with self.lock:
             if self._file is not None:
+                self._file.flush()
                 os.fsync(self._file.fileno())
 
     @staticmethod

@@ -31,7 +31,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from arroyo.connectors.runtime.remote_state import durable, forget
+from arroyo.connectors.runtime.remote_state import forget, write_durably
 from arroyo.program.names import EVENT_TIME
 
 BATCH_PREFIX = "batch-"
@@ -65,13 +65,6 @@ def consumed(root: Path) -> int:
         return int((root / CONSUMED).read_text())
     except FileNotFoundError:
         return -1
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
-    durable(path)
 
 
 class _File(InputPartition):
@@ -185,7 +178,7 @@ class _StageReader(DataSourceStreamReader):
         consumed even once its files are gone."""
         self._seen(end)
         if end["batch"] > consumed(self.root):
-            _write_atomically(self.root / CONSUMED, str(end["batch"]))
+            write_durably(self.root / CONSUMED, str(end["batch"]))
         # Also after a crash between the mark and the removal: what it left goes now.
         for b in committed_batches(self.root):
             if b <= end["batch"]:
