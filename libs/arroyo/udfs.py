@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 UDF_ERROR = "UDF '"
+# The line that begins a saved UDF's section of a pipeline's UDF file (``with_saved``).
+_SAVED_MARK = "# arroyo: saved UDF "
 _DEPS_CACHE = Path.home() / ".cache" / "arroyo" / "udf-deps"
 _SCRIPT_BLOCK = re.compile(r"(?m)^# /// script\s*$\n(?P<body>(?:^#(?: .*)?$\n)+?)^# ///\s*$")
 _SCALARS: dict[Any, str] = {
@@ -128,17 +130,45 @@ def annotation_type(annotation: Any) -> UdfType:
 
 
 def dependencies(source: str) -> list[str]:
-    """The ``dependencies`` of the file's ``# /// script`` block (PEP 723)."""
-    match = _SCRIPT_BLOCK.search(source)
-    if match is None:
-        return []
-    body = "\n".join(
-        line[2:] if line.startswith("# ") else "" for line in match["body"].splitlines()
-    )
-    deps = tomllib.loads(body).get("dependencies", [])
-    if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
-        raise UdfTypeError("'dependencies' must be a list of requirement strings")
-    return deps
+    """The ``dependencies`` of the file's ``# /// script`` blocks (PEP 723): one per section
+    (see ``with_saved``), in order, each requirement once."""
+    found: list[str] = []
+    for match in _SCRIPT_BLOCK.finditer(source):
+        body = "\n".join(
+            line[2:] if line.startswith("# ") else "" for line in match["body"].splitlines()
+        )
+        deps = tomllib.loads(body).get("dependencies", [])
+        if not isinstance(deps, list) or not all(isinstance(d, str) for d in deps):
+            raise UdfTypeError("'dependencies' must be a list of requirement strings")
+        found += [d for d in deps if d not in found]
+    return found
+
+
+def with_saved(own: str, saved: dict[str, str]) -> str:
+    """A pipeline's UDF file with the saved UDFs (name: definition) after its own, each in a
+    section of its own that ``load`` runs as a module of its own: a saved UDF's names never
+    replace the pipeline's, and the pipeline's own lines keep their numbers. A UDF the
+    pipeline defines itself is the pipeline's, not the saved one of that name."""
+    sections = [own.rstrip("\n")] if own.strip() else [""]
+    sections += [
+        f"{_SAVED_MARK}{name}\n{definition.rstrip(chr(10))}" for name, definition in saved.items()
+    ]
+    return "\n".join(sections) + "\n"
+
+
+def _sections(source: str, path: str) -> list[tuple[str, int, str]]:
+    """The file's sections as (path, first line, text): the pipeline's own, then each saved
+    UDF's (``with_saved``)."""
+    found: list[tuple[str, int, str]] = []
+    lines: list[str] = []
+    name, start = path, 1
+    for number, line in enumerate(source.splitlines(keepends=True), 1):
+        if line.startswith(_SAVED_MARK):
+            found.append((name, start, "".join(lines)))
+            name, start, lines = f"saved UDF {line[len(_SAVED_MARK) :].strip()}", number, []
+        lines.append(line)
+    found.append((name, start, "".join(lines)))
+    return found
 
 
 def install_dependencies(deps: list[str]) -> Path | None:
@@ -172,24 +202,26 @@ def load(source: str, path: str = "<udfs>") -> UdfLibrary:
         raise _udf_error(path, 1, f"dependencies: {err}") from err
     if deps_dir is not None and str(deps_dir) not in sys.path:
         sys.path.insert(0, str(deps_dir))
-    module = types.ModuleType("arroyo_user_udfs")
-    module.__file__ = path
-    try:
-        exec(compile(source, path, "exec"), module.__dict__)
-    except Exception as err:
-        line = getattr(err, "lineno", None) or _traceback_line(err, path)
-        raise _udf_error(path, line, f"{type(err).__name__}: {err}") from err
     library = UdfLibrary(source, path, deps_dir=deps_dir)
     diagnostics: list[Diagnostic] = []
-    for name, func in vars(module).items():
-        options = getattr(func, UDF_MARKER, None)
-        if not isinstance(options, UdfOptions) or not callable(func):
-            continue
-        line = func.__code__.co_firstlineno if hasattr(func, "__code__") else 1
+    for index, (where, start, text) in enumerate(_sections(source, path)):
+        module = types.ModuleType("arroyo_user_udfs" if index == 0 else f"arroyo_saved_{index}")
+        module.__file__ = where
         try:
-            library.udfs[name] = _define(name, func, options, line, module)
-        except UdfTypeError as err:
-            diagnostics.append(_udf_error(path, line, f"UDF '{name}': {err}").diagnostics[0])
+            # Padded so that each section's lines keep their numbers in the whole file.
+            exec(compile("\n" * (start - 1) + text, where, "exec"), module.__dict__)
+        except Exception as err:
+            line = getattr(err, "lineno", None) or _traceback_line(err, where)
+            raise _udf_error(where, line, f"{type(err).__name__}: {err}") from err
+        for name, func in vars(module).items():
+            options = getattr(func, UDF_MARKER, None)
+            if not isinstance(options, UdfOptions) or not callable(func) or name in library.udfs:
+                continue
+            line = func.__code__.co_firstlineno if hasattr(func, "__code__") else 1
+            try:
+                library.udfs[name] = _define(name, func, options, line, module)
+            except UdfTypeError as err:
+                diagnostics.append(_udf_error(where, line, f"UDF '{name}': {err}").diagnostics[0])
     if diagnostics:
         raise PlanningError(diagnostics)
     return library

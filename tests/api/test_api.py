@@ -122,7 +122,11 @@ async def test_every_route_answers_on_the_server(tmp_path: Path) -> None:
     async with running_api(tmp_path) as env:
         for route in ROUTES:
             path = route.full_path.format(
-                pipeline_id="pl_none", job_id="job_none", profile_id="cp_none", table_id="ct_none"
+                pipeline_id="pl_none",
+                job_id="job_none",
+                profile_id="cp_none",
+                table_id="ct_none",
+                udf_id="udf_none",
             )
             response = await env.client.request(route.method, path, data=b"{}")
             if response.status == 404:

@@ -34,9 +34,11 @@ from arroyo.store import (
     NotFound,
     Pipeline,
     PipelineId,
+    SavedUdf,
     StopMode,
     Store,
     StoreError,
+    UdfId,
     open_store,
 )
 from arroyo.store.migrations import LATEST_VERSION, MIGRATIONS
@@ -691,6 +693,33 @@ async def test_a_profile_a_connection_table_uses_is_not_deleted(database_url: st
             await store.delete_connection_profile(ConnectionProfileId("cp_1"))
         await store.delete_connection_table(ConnectionTableId("ct_1"))
         await store.delete_connection_profile(ConnectionProfileId("cp_1"))
+
+
+def saved_udf(n: int, name: str | None = None) -> SavedUdf:
+    return SavedUdf(
+        id=UdfId(f"udf_{n}"),
+        name=name or f"double_{n}",
+        prefix="",
+        language="python",
+        definition=f"from arroyo_udf import udf\n\n@udf\ndef double_{n}(x: int) -> int:\n"
+        "    return 2 * x  # it's $1\n",
+        description="twice",
+        created_at=1_700_000_000_000_000 - n,
+        updated_at=1_700_000_000_000_000 - n,
+    )
+
+
+async def test_udfs_round_trip_oldest_first_with_free_names_and_delete(
+    database_url: str,
+) -> None:
+    async with opened(database_url) as store:
+        for n in (1, 2):
+            await store.create_udf(saved_udf(n))
+        assert await store.list_udfs() == [saved_udf(2), saved_udf(1)]
+        assert await code_of(store.create_udf(saved_udf(3, name="double_1"))) == "conflict"
+        await store.delete_udf(UdfId("udf_1"))
+        assert await code_of(store.delete_udf(UdfId("udf_1"))) == "not_found"
+        assert await store.list_udfs() == [saved_udf(2)]
 
 
 # opening

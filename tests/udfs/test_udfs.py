@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError, PlanningError
-from arroyo.udfs import UdfLibrary, load
+from arroyo.udfs import UdfLibrary, dependencies, load, with_saved
 from tests.sql.harness import INPUTS, read_output
 
 HERE = Path(__file__).parent
@@ -231,3 +231,48 @@ def test_validate_with_udfs_names_unknown_functions(spark: SparkSession, tmp_pat
     with pytest.raises(PlanningError) as caught:
         spark_planner(spark, state_dir=tmp_path).plan(sql)
     assert caught.value.diagnostics[0].code == "unknown_function"
+
+
+SAVED_SCALE = (
+    "from arroyo_udf import udf\n\nFACTOR = 10\n\n\n@udf\ndef scale(x: int) -> int:\n"
+    "    return FACTOR * x\n"
+)
+# Defines a `FACTOR` of its own and a UDF named as a saved one: the pipeline's win both.
+OWN = (
+    "from arroyo_udf import udf\n\nFACTOR = 3\n\n\n@udf\ndef triple(x: int) -> int:\n"
+    "    return FACTOR * x\n"
+)
+
+
+@pytest.mark.spark
+def test_saved_udfs_run_beside_the_pipelines_own_without_touching_its_names(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Saved UDFs join a pipeline's UDF file as sections run as modules of their own: each
+    keeps its own globals, the pipeline's own UDF wins a name it shares with a saved one, and
+    the run loads the file as the compiler did."""
+    shadowed = "from arroyo_udf import udf\n\n@udf\ndef triple(x: int) -> int:\n    return 0\n"
+    text = with_saved(OWN, {"scale": SAVED_SCALE, "triple": shadowed})
+    library = load(text, "udfs.py")
+    assert sorted(library.udfs) == ["scale", "triple"]
+    assert library.udfs["triple"].line == 6  # the pipeline's own, at its own line
+    rows = run(spark, tmp_path, library, "SELECT id, scale(id) AS s, triple(id) AS t FROM events")
+    assert sorted((r["id"], r["s"], r["t"]) for r in rows) == [
+        (e["id"], 10 * e["id"], 3 * e["id"]) for e in sorted(EVENTS, key=lambda e: e["id"])
+    ]
+
+
+def test_a_saved_udfs_error_names_it_and_its_line_in_the_whole_file() -> None:
+    broken = "from arroyo_udf import udf\n\n@udf\ndef f(x) -> int:\n    return 1\n"
+    with pytest.raises(PlanningError) as caught:
+        load(with_saved(OWN, {"f": broken}), "udfs.py")
+    [diagnostic] = caught.value.diagnostics
+    # OWN is 8 lines, the section's mark the 9th: `@udf` over `def f` is the 12th.
+    assert diagnostic.message.startswith("saved UDF f:12: UDF 'f':")
+    assert "argument 'x' has no type annotation" in diagnostic.message
+
+
+def test_dependencies_of_every_section_are_installed_together() -> None:
+    block = '# /// script\n# dependencies = ["{}"]\n# ///\n'
+    text = with_saved(block.format("a==1"), {"b": block.format("b==2") + "X = 1\n"})
+    assert dependencies(text) == ["a==1", "b==2"]

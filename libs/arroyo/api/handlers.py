@@ -41,6 +41,7 @@ from arroyo.api.errors import (
 from arroyo.api.ids import new_id, now_micros
 from arroyo.api.readiness import Readiness
 from arroyo.api.routing import EVENT_STREAM, Call, describe
+from arroyo.api.udf_handlers import UdfHandlers
 from arroyo.connectors import CONNECTORS, AnyConnector, ConnectorError, connector
 from arroyo.connectors.base import ConnectorOptions, secret_fields
 from arroyo.errors import ArroyoError
@@ -60,6 +61,7 @@ from arroyo.store.model import (
     StopMode,
     Store,
 )
+from arroyo.udfs import with_saved
 from arroyo_rpc.v1 import common_pb2, compiler_pb2, controller_pb2
 
 log = structlog.get_logger(__name__)
@@ -75,7 +77,7 @@ CONTROLLER_TIMEOUT_S = 5.0
 KEEPALIVE_S = 15.0
 
 
-class Api(ConnectionTableHandlers):
+class Api(ConnectionTableHandlers, UdfHandlers):
     """The handlers of every route, over one store and one client per service.
 
     Made by ``arroyo.api.app.create_app`` on the event loop that serves it; holds no state of
@@ -409,9 +411,7 @@ class Api(ConnectionTableHandlers):
 
     # helpers
 
-    async def _compile(
-        self, query: str, udfs: str, *, parallelism: int
-    ) -> compiler_pb2.CompileResponse:
+    async def _compiler_ready(self) -> None:
         # A compiler that is starting (Spark takes a while) is waited for rather than refused,
         # so a request sent the moment the cluster starts succeeds.
         if not await self._compiler.connected(self._compiler_wait_s):
@@ -420,6 +420,11 @@ class Api(ConnectionTableHandlers):
                 f"{self._compiler_wait_s:g} s (it may still be starting; GET /api/v1/status "
                 "shows each service's state)"
             )
+
+    async def _compile(
+        self, query: str, udfs: str, *, parallelism: int
+    ) -> compiler_pb2.CompileResponse:
+        await self._compiler_ready()
         # Every profile and saved table, not only those the query names: finding those would
         # mean parsing the SQL here, and there are few.
         saved_profiles = await self._store.list_connection_profiles()
@@ -436,7 +441,8 @@ class Api(ConnectionTableHandlers):
         ]
         request = compiler_pb2.CompileRequest(
             query=query,
-            udfs=udfs,
+            # Every saved UDF, after the pipeline's own (which win a name they share).
+            udfs=with_saved(udfs, {u.name: u.definition for u in await self._store.list_udfs()}),
             parallelism=parallelism,
             connection_profiles=profiles,
             connection_tables=tables,

@@ -48,6 +48,20 @@ class ValidateQueryRequest(_Request):
     udfs: str = Field(default="", description="a Python UDF file; empty for none")
 
 
+class CreateUdfRequest(_Request):
+    prefix: str = Field(default="", max_length=255, description="a path to group UDFs under")
+    language: Literal["python"] = Field(default="python", description="only Python UDFs")
+    definition: str = Field(
+        min_length=1, description="a Python UDF file (see arroyo_udf) that defines one UDF"
+    )
+    description: str = Field(default="", max_length=10_000)
+
+
+class ValidateUdfRequest(_Request):
+    definition: str = Field(description="a Python UDF file (see arroyo_udf)")
+    language: Literal["python"] = "python"
+
+
 class CreatePipelineRequest(_Request):
     name: str = Field(min_length=1, max_length=255)
     query: str = Field(min_length=1)
@@ -499,3 +513,24 @@ class ConnectionAutocomplete(_Response):
         description="what the profile's system lists, by the option it fills: topic, "
         "stream, subject..."
     )
+
+
+class UdfOut(_Response):
+    id: str
+    name: str = Field(description="the UDF's, as queries call it")
+    prefix: str
+    language: str
+    definition: str
+    description: str
+    created_at: int
+    updated_at: int
+
+
+class UdfList(_Response):
+    data: list[UdfOut] = Field(description="oldest first")
+
+
+class UdfValidation(_Response):
+    udf_name: str | None = Field(description="the UDF the file defines; null when invalid")
+    errors: list[str] = Field(description="empty when the file is valid")
+    diagnostics: list[Diagnostic] = Field(description="the errors, each with its line")

@@ -17,8 +17,10 @@ from arroyo.store.model import (
     JobStatus,
     Pipeline,
     PipelineId,
+    SavedUdf,
     StopMode,
     Store,
+    UdfId,
 )
 
 __all__ = [
@@ -38,9 +40,11 @@ __all__ = [
     "NotFound",
     "Pipeline",
     "PipelineId",
+    "SavedUdf",
     "StopMode",
     "Store",
     "StoreError",
+    "UdfId",
     "open_store",
 ]
 

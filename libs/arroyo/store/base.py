@@ -30,6 +30,7 @@ from arroyo.store.model import (
     PipelineId,
     StopMode,
 )
+from arroyo.store.udfs import UdfQueries
 
 Row = dict[str, Any]
 
@@ -101,7 +102,7 @@ def _check_limit(limit: int) -> None:
         raise ValueError(f"limit must be >= 0, got {limit}")
 
 
-class SqlStore(ConnectionTableQueries, abc.ABC):
+class SqlStore(ConnectionTableQueries, UdfQueries, abc.ABC):
     """``model.Store`` over any SQL engine; see that Protocol for the contract of each method."""
 
     dialect: Dialect

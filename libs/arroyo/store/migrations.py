@@ -167,6 +167,22 @@ MIGRATIONS: list[Migration] = [
         CREATE INDEX connection_tables_by_created_at ON connection_tables (created_at, id)
         """,
     ),
+    Migration(
+        4,
+        """
+        CREATE TABLE udfs (
+            id TEXT NOT NULL PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            prefix TEXT NOT NULL,
+            -- python
+            language TEXT NOT NULL,
+            definition TEXT NOT NULL,
+            description TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            updated_at BIGINT NOT NULL
+        )
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -18,6 +18,7 @@ PipelineId = NewType("PipelineId", str)
 JobId = NewType("JobId", str)
 ConnectionProfileId = NewType("ConnectionProfileId", str)
 ConnectionTableId = NewType("ConnectionTableId", str)
+UdfId = NewType("UdfId", str)
 
 
 class StopMode(enum.StrEnum):
@@ -172,6 +173,21 @@ class ConnectionTable:
     created_at: int
 
 
+@dataclass(frozen=True, slots=True)
+class SavedUdf:
+    """A Python UDF saved for every pipeline (Arroyo's global UDF): ``definition`` is a UDF
+    file defining exactly one UDF, ``name``, checked by the compiler when it was saved."""
+
+    id: UdfId
+    name: str  # unique
+    prefix: str
+    language: str  # python
+    definition: str
+    description: str
+    created_at: int
+    updated_at: int
+
+
 class Store(Protocol):
     """The control plane's database. One implementation per engine (SQLite, PostgreSQL), one
     schema and one list of migrations for both.
@@ -291,4 +307,16 @@ class Store(Protocol):
 
     async def delete_connection_table(self, table_id: ConnectionTableId) -> None:
         """Pipelines compiled with it keep the table as it was when they were compiled."""
+        ...
+
+    async def create_udf(self, udf: SavedUdf) -> None:
+        """Conflict when a UDF of that name is saved."""
+        ...
+
+    async def list_udfs(self) -> list[SavedUdf]:
+        """Oldest first: the order their definitions are added to a pipeline's UDFs."""
+        ...
+
+    async def delete_udf(self, udf_id: UdfId) -> None:
+        """Pipelines compiled with it keep it as it was when they were compiled."""
         ...
