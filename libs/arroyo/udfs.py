@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 UDF_ERROR = "UDF '"
 # The line that begins a saved UDF's section of a pipeline's UDF file (``with_saved``).
-_SAVED_MARK = "# arroyo: saved UDF "
+SAVED_MARK = "# arroyo: saved UDF "
 _DEPS_CACHE = Path.home() / ".cache" / "arroyo" / "udf-deps"
 _SCRIPT_BLOCK = re.compile(r"(?m)^# /// script\s*$\n(?P<body>(?:^#(?: .*)?$\n)+?)^# ///\s*$")
 _SCALARS: dict[Any, str] = {
@@ -144,14 +144,22 @@ def dependencies(source: str) -> list[str]:
     return found
 
 
-def with_saved(own: str, saved: dict[str, str]) -> str:
+def with_saved(own: str, saved: dict[str, str], query: str | None = None) -> str:
     """A pipeline's UDF file with the saved UDFs (name: definition) after its own, each in a
     section of its own that ``load`` runs as a module of its own: a saved UDF's names never
     replace the pipeline's, and the pipeline's own lines keep their numbers. A UDF the
-    pipeline defines itself is the pipeline's, not the saved one of that name."""
+    pipeline defines itself is the pipeline's, not the saved one of that name. With
+    ``query``, only the saved UDFs whose names it calls (a name followed by ``(``, in any
+    case): one that fails to load, or whose dependencies conflict, touches no other query."""
+    if query is not None:
+        saved = {
+            name: definition
+            for name, definition in saved.items()
+            if re.search(rf"(?<![\w.]){re.escape(name)}\s*\(", query, re.IGNORECASE)
+        }
     sections = [own.rstrip("\n")] if own.strip() else [""]
     sections += [
-        f"{_SAVED_MARK}{name}\n{definition.rstrip(chr(10))}" for name, definition in saved.items()
+        f"{SAVED_MARK}{name}\n{definition.rstrip(chr(10))}" for name, definition in saved.items()
     ]
     return "\n".join(sections) + "\n"
 
@@ -162,11 +170,13 @@ def _sections(source: str, path: str) -> list[tuple[str, int, str]]:
     found: list[tuple[str, int, str]] = []
     lines: list[str] = []
     name, start = path, 1
-    for number, line in enumerate(source.splitlines(keepends=True), 1):
-        if line.startswith(_SAVED_MARK):
+    # Split at "\n" alone, as Python's compiler counts lines (str.splitlines also splits at
+    # form feeds and other separators, which would shift every section after one).
+    for number, text in enumerate(source.split("\n"), 1):
+        if text.startswith(SAVED_MARK):
             found.append((name, start, "".join(lines)))
-            name, start, lines = f"saved UDF {line[len(_SAVED_MARK) :].strip()}", number, []
-        lines.append(line)
+            name, start, lines = f"saved UDF {text[len(SAVED_MARK) :].strip()}", number, []
+        lines.append(text + "\n")
     found.append((name, start, "".join(lines)))
     return found
 
@@ -215,7 +225,9 @@ def load(source: str, path: str = "<udfs>") -> UdfLibrary:
             raise _udf_error(where, line, f"{type(err).__name__}: {err}") from err
         for name, func in vars(module).items():
             options = getattr(func, UDF_MARKER, None)
-            if not isinstance(options, UdfOptions) or not callable(func) or name in library.udfs:
+            # Spark's function names are case-insensitive: a name taken in any case is taken.
+            taken = {n.lower() for n in library.udfs}
+            if not isinstance(options, UdfOptions) or not callable(func) or name.lower() in taken:
                 continue
             line = func.__code__.co_firstlineno if hasattr(func, "__code__") else 1
             try:

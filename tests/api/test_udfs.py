@@ -59,6 +59,11 @@ async def test_a_saved_udf_is_checked_listed_used_by_every_query_and_deleted(
         assert pipeline is not None
         assert pipeline.udfs == ""  # the pipeline's own UDFs, as the user wrote them
         assert "def double_it" in json.loads(pipeline.program_json)["udfs"]
+        # A query that does not call it is compiled without it.
+        other = await env.create(name="q", query=QUERY.replace("double_it(counter)", "counter"))
+        pipeline = await env.store.get_pipeline(PipelineId(other["id"]))
+        assert pipeline is not None
+        assert "double_it" not in (json.loads(pipeline.program_json)["udfs"] or "")
 
         # A pipeline's own UDF of the same name is the one its query calls.
         own = DOUBLE.replace("-> int", "-> str").replace("2 * x", "str(x)")
@@ -120,4 +125,14 @@ async def test_bad_udfs_are_refused_with_what_is_wrong_and_nothing_is_saved(
         assert (await env.client.post(UDFS, json={"definition": DOUBLE})).status == 201
         again = await env.client.post(UDFS, json={"definition": DOUBLE})
         assert "a UDF named 'double_it' is already saved" in await error_of(again, 409)
+        # Spark's function names are case-insensitive, and so are saved UDFs'.
+        upper = await env.client.post(
+            UDFS, json={"definition": DOUBLE.replace("double_it", "DOUBLE_IT")}
+        )
+        assert "a UDF named 'DOUBLE_IT' is already saved" in await error_of(upper, 409)
+        marked = DOUBLE + "# arroyo: saved UDF other\n"
+        marking = await env.client.post(
+            UDFS, json={"definition": marked.replace("double_it", "d2")}
+        )
+        assert "marks where a saved UDF begins" in await error_of(marking, 400)
         assert len((await (await env.client.get(UDFS)).json())["data"]) == 1

@@ -717,6 +717,7 @@ async def test_udfs_round_trip_oldest_first_with_free_names_and_delete(
             await store.create_udf(saved_udf(n))
         assert await store.list_udfs() == [saved_udf(2), saved_udf(1)]
         assert await code_of(store.create_udf(saved_udf(3, name="double_1"))) == "conflict"
+        assert await code_of(store.create_udf(saved_udf(4, name="DOUBLE_1"))) == "conflict"
         await store.delete_udf(UdfId("udf_1"))
         assert await code_of(store.delete_udf(UdfId("udf_1"))) == "not_found"
         assert await store.list_udfs() == [saved_udf(2)]

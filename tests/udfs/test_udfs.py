@@ -272,6 +272,17 @@ def test_a_saved_udfs_error_names_it_and_its_line_in_the_whole_file() -> None:
     assert "argument 'x' has no type annotation" in diagnostic.message
 
 
+def test_only_the_saved_udfs_a_query_calls_join_its_file_in_any_case() -> None:
+    saved = {"scale": SAVED_SCALE, "Triple": SAVED_SCALE.replace("scale", "Triple")}
+    text = with_saved(OWN, saved, "SELECT SCALE (x), triple(x), rescale(x), t.scale FROM t")
+    assert "saved UDF scale" in text and "saved UDF Triple" in text
+    library = load(text, "udfs.py")
+    # The pipeline's own `triple` wins over the saved `Triple`: to Spark they are one name.
+    assert sorted(library.udfs) == ["scale", "triple"]
+    assert library.udfs["triple"].line == 6
+    assert with_saved(OWN, saved, "SELECT rescale(x), t.scale FROM t") == OWN
+
+
 def test_dependencies_of_every_section_are_installed_together() -> None:
     block = '# /// script\n# dependencies = ["{}"]\n# ///\n'
     text = with_saved(block.format("a==1"), {"b": block.format("b==2") + "X = 1\n"})

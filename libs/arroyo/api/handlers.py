@@ -441,8 +441,11 @@ class Api(ConnectionTableHandlers, UdfHandlers):
         ]
         request = compiler_pb2.CompileRequest(
             query=query,
-            # Every saved UDF, after the pipeline's own (which win a name they share).
-            udfs=with_saved(udfs, {u.name: u.definition for u in await self._store.list_udfs()}),
+            # The saved UDFs the query calls, after the pipeline's own (which win a name they
+            # share).
+            udfs=with_saved(
+                udfs, {u.name: u.definition for u in await self._store.list_udfs()}, query
+            ),
             parallelism=parallelism,
             connection_profiles=profiles,
             connection_tables=tables,

@@ -3,8 +3,8 @@
 
 A saved UDF is a Python UDF file that defines exactly one UDF. The compiler checks it when it
 is saved (its signature, its annotations, its dependencies) and every pipeline compiled later
-has it, after the pipeline's own UDFs (``arroyo.udfs.with_saved``). A pipeline keeps the saved
-UDFs it was compiled with: deleting one changes no pipeline that exists."""
+that calls it has it, after the pipeline's own UDFs (``arroyo.udfs.with_saved``). A pipeline
+keeps the saved UDFs it was compiled with: deleting one changes no pipeline that exists."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ import re
 import structlog
 
 from arroyo.api import models as m
-from arroyo.api.errors import InvalidQueryError, ResourceNotFoundError, from_rpc
+from arroyo.api.errors import BadRequestError, InvalidQueryError, ResourceNotFoundError, from_rpc
 from arroyo.api.ids import new_id, now_micros
 from arroyo.api.routing import Call
 from arroyo.rpc import CompilerClient, RpcError
 from arroyo.store.errors import NotFound
 from arroyo.store.model import SavedUdf, Store, UdfId
+from arroyo.udfs import SAVED_MARK
 from arroyo_rpc.v1 import common_pb2, compiler_pb2
 
 log = structlog.get_logger(__name__)
@@ -48,6 +49,11 @@ class UdfHandlers:
         one UDF, whose name no saved UDF has (409); an invalid file is a 400 with its
         diagnostics."""
         body = call.input
+        if any(line.startswith(SAVED_MARK) for line in body.definition.split("\n")):
+            raise BadRequestError(
+                f"body.definition: a line begins '{SAVED_MARK.strip()}', which marks where a "
+                "saved UDF begins in a pipeline's UDF file; change that comment"
+            )
         checked = await self._validate(body.definition)
         if checked.udf_name is None:
             first = checked.errors[0] if checked.errors else "it defines no UDF"

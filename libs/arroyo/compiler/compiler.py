@@ -151,7 +151,10 @@ class Compiler:
         from arroyo.udfs import load
 
         try:
-            library = load(udfs, UDFS_PATH)
+            # One at a time, as compiles are: loading may install dependencies and change
+            # sys.path.
+            with self._lock:
+                library = load(udfs, UDFS_PATH)
         except PlanningError as err:
             return pb.ValidateUdfsResponse(diagnostics=[_diagnostic(d) for d in err.diagnostics])
         return pb.ValidateUdfsResponse(

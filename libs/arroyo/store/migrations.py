@@ -180,7 +180,9 @@ MIGRATIONS: list[Migration] = [
             description TEXT NOT NULL,
             created_at BIGINT NOT NULL,
             updated_at BIGINT NOT NULL
-        )
+        );
+        -- Spark's function names are case-insensitive: so are saved UDFs' names.
+        CREATE UNIQUE INDEX udfs_by_lower_name ON udfs (lower(name))
         """,
     ),
 ]

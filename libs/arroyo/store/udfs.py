@@ -22,7 +22,10 @@ class UdfQueries(abc.ABC):
         async with self._transaction(write=True) as tx:
             # Checked first for a message that names the UDF; a racing creator is stopped by
             # the UNIQUE constraint.
-            if await tx.fetch("SELECT 1 AS found FROM udfs WHERE name = $1", udf.name):
+            # In any case: Spark's function names are case-insensitive.
+            if await tx.fetch(
+                "SELECT 1 AS found FROM udfs WHERE lower(name) = lower($1)", udf.name
+            ):
                 raise Conflict(f"a UDF named '{udf.name}' is already saved")
             await tx.execute(
                 f"INSERT INTO udfs ({_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
