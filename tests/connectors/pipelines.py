@@ -15,8 +15,9 @@ from arroyo.engine.runner import PipelineRunner
 from tests.waiting import wait_until
 
 
-def start(spark: SparkSession, sql: str, state: Path) -> PipelineRunner:
-    runner = PipelineRunner(spark, spark_planner(spark, state_dir=state).plan(sql), state)
+def start(spark: SparkSession, sql: str, state: Path, parallelism: int = 1) -> PipelineRunner:
+    program = spark_planner(spark, parallelism=parallelism, state_dir=state).plan(sql)
+    runner = PipelineRunner(spark, program, state)
     runner.start()
     return runner
 

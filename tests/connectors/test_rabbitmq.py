@@ -85,16 +85,17 @@ def test_amqp_messages_and_raw_ones_are_read_whole_by_the_tasks(
             password=rabbitmq.password,
         ) as producer:  # fmt: skip
             await producer.create_stream(stream)
-            for lo in range(0, count, 1_000):
+            for lo in range(0, count, 999):  # chunks that do not end where a range does
                 batch: list[bytes | AMQPMessage] = []
-                for n in range(lo, lo + 1_000):
+                for n in range(lo, min(lo + 999, count)):
                     value = json.dumps({"n": n}).encode()
                     batch.append(AMQPMessage(body=value) if n % 2 else value)
                 await producer.send_batch(stream, batch)
 
     asyncio.run(send())
     out = tmp_path / "out.json"
-    runner = start(spark, _sql(rabbitmq, stream, out, "first"), tmp_path / "state")
+    # Two tasks, each subscribing at its range's first offset, in the middle of a chunk.
+    runner = start(spark, _sql(rabbitmq, stream, out, "first"), tmp_path / "state", parallelism=2)
     try:
         wait_until("every message", lambda: len(json_lines(out)) >= count, timeout=120)
     finally:
@@ -170,3 +171,35 @@ def test_an_offset_that_is_not_one_is_refused(spark: SparkSession, tmp_path: Pat
         spark_planner(spark, state_dir=tmp_path).plan(sql)
     text = "\n".join(d.message for d in caught.value.diagnostics)
     assert "invalid value for source.offset 'earliest'" in text, text
+
+
+def test_offsets_another_consumer_tracks_in_the_stream_are_stepped_over(
+    spark: SparkSession, rabbitmq: RabbitmqNode, tmp_path: Path
+) -> None:
+    """Another application storing its offset writes a chunk of the server's own into the
+    stream, which takes offsets no message has: every message is read once all the same."""
+    from rstream import Consumer
+
+    stream = f"s-{uuid.uuid4().hex[:8]}"
+    _publish(rabbitmq, stream, list(range(5)), create=True)
+
+    async def track() -> None:
+        async with Consumer(
+            rabbitmq.host, rabbitmq.stream_port, username=rabbitmq.username,
+            password=rabbitmq.password,
+        ) as consumer:  # fmt: skip
+            await consumer.store_offset(stream, "another-app", 2)
+            assert await consumer.query_offset(stream, "another-app") == 2
+
+    asyncio.run(track())
+    _publish(rabbitmq, stream, list(range(5, 10)))
+    out = tmp_path / "out.json"
+    runner = start(spark, _sql(rabbitmq, stream, out, "first"), tmp_path / "state")
+    try:
+        wait_until("all ten", lambda: len(json_lines(out)) >= 10, timeout=120)
+    finally:
+        stop(runner)
+    rows = json_lines(out)
+    assert sorted(r["n"] for r in rows) == list(range(10))
+    offsets = [r["o"] for r in sorted(rows, key=lambda r: r["n"])]
+    assert offsets == sorted(set(offsets))  # each message its own offset, in order

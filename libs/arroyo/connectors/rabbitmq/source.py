@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +39,7 @@ from arroyo.connectors.rabbitmq.chunks import (
 )
 from arroyo.connectors.rabbitmq.options import RabbitmqOptions
 from arroyo.connectors.runtime.remote_state import write_durably
+from arroyo.connectors.runtime.spool import hold
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -91,13 +93,20 @@ class _Reader(DataSourceStreamReader):
         self.parallelism = int(options["parallelism"])
         self.max_records = int(options["max_records"])
         self._state = Path(options["state"]) / "planned"
+        self._held: Any = None  # the table state's lock, while this reader plans its batches
         self._start: Tail | None = None  # a new pipeline's: where source.offset points
         self._from: int | None = None
         self._tail: Tail | None = None
         self._planned: int | None = None  # the end of the last batch Spark planned
 
     def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_start": None, "_tail": None}
+        return {**self.__dict__, "_start": None, "_tail": None, "_held": None}
+
+    def _hold(self) -> None:
+        """The one reader of the table's state: a second (another query reading the table, or
+        the pipeline running twice) would take the first's planned end for its own."""
+        if self._held is None:
+            self._held = hold(self._state.parent, f"RabbitMQ stream '{self.opts.stream}''s state")
 
     def initialOffset(self) -> dict[str, int]:
         return {"offset": -1}
@@ -125,6 +134,7 @@ class _Reader(DataSourceStreamReader):
         return self._from
 
     def latestOffset(self) -> dict[str, int]:
+        self._hold()
         if self._planned is None:
             try:
                 self._planned = int(self._state.read_text())
@@ -145,9 +155,11 @@ class _Reader(DataSourceStreamReader):
         assert self._planned is not None
         latest = self._latest()
         if resumed:
-            if latest is None:
-                assert self._tail is not None
-                self._tail.wait(CONNECT_TIMEOUT_S)
+            # The node followed may be a replica still catching up: given a while to reach
+            # what was read before it is taken for a stream made again.
+            deadline = time.monotonic() + CONNECT_TIMEOUT_S
+            while (latest is None or latest < self._planned) and time.monotonic() < deadline:
+                time.sleep(0.1)
                 latest = self._latest()
             if latest is None or latest < self._planned:
                 raise RabbitmqError(
@@ -160,6 +172,7 @@ class _Reader(DataSourceStreamReader):
         return {"offset": self._planned}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        self._hold()
         if end["offset"] < 0:
             # A new pipeline's first batch, which Spark runs even with nothing in it: its
             # start is not known yet.
@@ -194,6 +207,9 @@ class _Reader(DataSourceStreamReader):
             if tail is not None:
                 tail.close()
         self._start = self._tail = None
+        if self._held is not None:
+            self._held.close()
+            self._held = None
 
 
 class RabbitmqSource(DataSource):

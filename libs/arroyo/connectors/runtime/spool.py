@@ -2,9 +2,11 @@
 table's state before the system's delivery is acknowledged, so that Spark's offsets (positions
 in the spool) replay a micro-batch exactly.
 
-A record is flushed to the operating system (not fsynced, as Kafka's own log is not) before
-``append`` returns. Segment files are named by their first byte's position; positions run on
-across segments and restarts, and segments wholly before a committed position are removed.
+A record is handed to the operating system before ``append`` returns, or, for a source that
+acknowledges nothing (``flush=False``), before any reader reads it; ``sync`` makes what was
+appended durable (fsync) before a source acknowledges it to its system. Segment files are
+named by their first byte's position; positions run on across segments and restarts, and
+segments wholly before a committed position are removed.
 A record may carry the system's own sequence number (JetStream's), so that a message delivered
 again after a crash between the spool write and the acknowledgement is recognised
 (``sequences``) and not spooled twice.
@@ -140,6 +142,9 @@ class Spool:
         with self.lock:
             if self._file is None or self.end - self._file_start >= self.segment_bytes:
                 if self._file is not None:
+                    # Durable before it is let go: ``sync`` reaches the open segment only.
+                    self._file.flush()
+                    os.fsync(self._file.fileno())
                     self._file.close()
                 self._file_start = self.end
                 self._file = self._path(self.end).open("ab")
@@ -309,7 +314,7 @@ class SpooledReader(DataSourceStreamReader):
     def _own(self) -> Spool:
         """The spool, as its one writer (holding its lock)."""
         if self._lock is None:
-            self._lock = _hold(self.root)
+            self._lock = hold(self.root, "the spool")
             self._spool = None  # read again, now that no other reader writes to it
             self._failure = None
         return self.spool
@@ -373,9 +378,10 @@ class SpooledReader(DataSourceStreamReader):
 _LOCK_WAIT_S = 60.0
 
 
-def _hold(root: Path) -> Any:
-    """The spool's lock, held by the one reader that writes to it; raises if another holds it
-    past _LOCK_WAIT_S."""
+def hold(root: Path, what: str) -> Any:
+    """The lock of the table state ``root`` (``what`` it is, for the message), held by the one
+    reader that keeps it (an open file: closing it lets go); raises if another holds it past
+    _LOCK_WAIT_S."""
     import fcntl
     import time
 
@@ -390,8 +396,8 @@ def _hold(root: Path) -> Any:
             if time.monotonic() > deadline:
                 handle.close()
                 raise RuntimeError(
-                    f"another reader still writes to the spool {root} after "
-                    f"{_LOCK_WAIT_S:.0f} s (is the pipeline running twice?)"
+                    f"another reader still holds {what} {root} after {_LOCK_WAIT_S:.0f} s (is "
+                    "the pipeline running twice, or do two queries read the table?)"
                 ) from None
             time.sleep(0.1)
 
