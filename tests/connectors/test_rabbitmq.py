@@ -50,23 +50,31 @@ def _sql(node: RabbitmqNode, stream: str, out: Path, offset: str) -> str:
 def test_a_stream_is_read_from_its_first_message_and_resumed_once(
     spark: SparkSession, rabbitmq: RabbitmqNode, tmp_path: Path
 ) -> None:
+    """Two queries read the table, each with its own reader and its own state: each sink gets
+    every message once across the restart."""
     stream = f"s-{uuid.uuid4().hex[:8]}"
     _publish(rabbitmq, stream, list(range(5)), create=True)
-    out = tmp_path / "out.json"
-    sql = _sql(rabbitmq, stream, out, "first")
+    out, other = tmp_path / "out.json", tmp_path / "other.json"
+    sql = _sql(rabbitmq, stream, out, "first") + (
+        f"\nCREATE TABLE other WITH (connector = 'single_file', path = '{other}', "
+        "type = 'sink', format = 'json');\nINSERT INTO other SELECT n, o FROM src;"
+    )
     state = tmp_path / "state"
     runner = start(spark, sql, state)
-    wait_until("the first five", lambda: len(json_lines(out)) >= 5, timeout=120)
+    for path in (out, other):
+        wait_until("the first five", lambda p=path: len(json_lines(p)) >= 5, timeout=120)
     stop(runner)
     _publish(rabbitmq, stream, list(range(5, 10)))
     runner = start(spark, sql, state)
     try:
-        wait_until("all ten", lambda: len(json_lines(out)) >= 10, timeout=120)
+        for path in (out, other):
+            wait_until("all ten", lambda p=path: len(json_lines(p)) >= 10, timeout=120)
     finally:
         stop(runner)
-    rows = json_lines(out)
-    assert sorted(r["n"] for r in rows) == list(range(10))
-    assert sorted(r["o"] for r in rows) == list(range(10))  # the stream's own offsets
+    for path in (out, other):
+        rows = json_lines(path)
+        assert sorted(r["n"] for r in rows) == list(range(10))
+        assert sorted(r["o"] for r in rows) == list(range(10))  # the stream's own offsets
 
 
 def test_amqp_messages_and_raw_ones_are_read_whole_by_the_tasks(

@@ -105,6 +105,9 @@ class Capabilities:
       without one takes the processing time, which Spark treats as non-deterministic: it keeps
       filters above it, out of reach of the optimizer's simplifications (a 10x slower nexmark
       query, measured).
+    - ``state_per_query``: its source keeps state of its own for each query that reads the
+      table (``ReadContext.query`` names the query): the runner builds its tables anew for
+      each query.
     """
 
     source: bool = False
@@ -117,6 +120,7 @@ class Capabilities:
     needs_format: bool = False
     writes_lines: bool = False
     source_time: bool = False
+    state_per_query: bool = False
 
     def __post_init__(self) -> None:
         if self.sink != (self.delivery is not None):
@@ -161,7 +165,9 @@ class ReadContext:
     whatever must survive restarts besides Spark's offsets (e.g. the time it first started).
     ``max_records_per_batch`` caps each micro-batch (None: no cap), which tests use to stop a run
     part-way through its input. ``planning``: the query is only being planned, not run; the
-    source must not contact its system (a schema registry, a broker) then.
+    source must not contact its system (a schema registry, a broker) then. ``query``: the index
+    of the query the table is read for, stable across restarts (see
+    ``Capabilities.state_per_query``).
     """
 
     spark: SparkSession
@@ -169,6 +175,7 @@ class ReadContext:
     parallelism: int
     max_records_per_batch: int | None = None
     planning: bool = False
+    query: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,8 @@ class BuildSettings:
     max_records_per_batch: int | None = None
     # True when the program is only being planned: sources must not contact their systems.
     planning: bool = False
+    # The query the sources are built for (ReadContext.query).
+    query: int = 0
 
 
 def _end_of_time() -> Column:
@@ -63,6 +65,7 @@ def build_source(
         settings.parallelism,
         settings.max_records_per_batch,
         settings.planning,
+        settings.query,
     )
     if table.is_lookup:
         df = conn.read_static(ctx, table, options)

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -213,11 +213,17 @@ class PipelineRunner:
                 w.query.stop()
             raise
 
+    def _state_per_query(self) -> bool:
+        return any(conn.capabilities.state_per_query for conn, _, _ in self._sources)
+
     def _start_query(self, index: int, spec: SinkQuery) -> _Watched:
         sink = spec.sink
         conn = connector(sink.connector)
         assert conn is not None
         options = conn.table_options(sink)
+        if index > 0 and self._state_per_query():
+            # Sources, and the views over them, built for this query (ReadContext.query).
+            register(self.spark, self.program, replace(self.settings, query=index))
         df = self.spark.sql(spec.sql)
         sources = end_of_input_sources(df)
         stripped = None

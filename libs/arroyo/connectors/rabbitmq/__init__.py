@@ -26,7 +26,9 @@ class RabbitmqConnector(Connector[RabbitmqOptions, RabbitmqConnection]):
 
     name = "rabbitmq"
     description = "RabbitMQ streams"
-    capabilities = Capabilities(source=True, replayable=True, needs_format=True, source_time=True)
+    capabilities = Capabilities(
+        source=True, replayable=True, needs_format=True, source_time=True, state_per_query=True
+    )
     options_model = RabbitmqOptions
     connection_model = RabbitmqConnection
     formats = frozenset({"json", "raw_string", "raw_bytes", "avro", "protobuf"})

@@ -236,7 +236,7 @@ def read_rabbitmq(ctx: ReadContext, table: TableSpec, opts: RabbitmqOptions) -> 
         .option("options", opts.model_dump_json(by_alias=True))
         .option("parallelism", str(ctx.parallelism))
         .option("max_records", str(ctx.max_records_per_batch or MAX_RECORDS))
-        .option("state", str(ctx.state_dir.resolve()))
+        .option("state", str(ctx.state_dir.resolve() / f"query-{ctx.query}"))
         .load()
     )
     return df.select("value", "_source_time", "_eoi", df["_offset"].alias("_meta_offset"))
