@@ -211,3 +211,29 @@ def test_offsets_another_consumer_tracks_in_the_stream_are_stepped_over(
     assert sorted(r["n"] for r in rows) == list(range(10))
     offsets = [r["o"] for r in sorted(rows, key=lambda r: r["n"])]
     assert offsets == sorted(set(offsets))  # each message its own offset, in order
+
+
+def test_a_stream_deleted_mid_run_fails_the_job_naming_it(
+    spark: SparkSession, rabbitmq: RabbitmqNode, tmp_path: Path
+) -> None:
+    from rstream import Producer
+
+    stream = f"s-{uuid.uuid4().hex[:8]}"
+    _publish(rabbitmq, stream, list(range(3)), create=True)
+    out = tmp_path / "out.json"
+    runner = start(spark, _sql(rabbitmq, stream, out, "first"), tmp_path / "state")
+    try:
+        wait_until("the first three", lambda: len(json_lines(out)) >= 3, timeout=120)
+
+        async def delete() -> None:
+            async with Producer(
+                rabbitmq.host, rabbitmq.stream_port, username=rabbitmq.username,
+                password=rabbitmq.password,
+            ) as producer:  # fmt: skip
+                await producer.delete_stream(stream)
+
+        asyncio.run(delete())
+        with pytest.raises(JobFailedError, match=rf"stream '{stream}' changed at 127\.0\.0\.1"):
+            runner.wait(timeout=120)
+    finally:
+        runner.stop()  # not stop(): its wait would raise the failure again

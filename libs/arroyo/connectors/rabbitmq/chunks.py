@@ -173,6 +173,9 @@ class Subscription:
         )
         self._client = client
         client.add_handler(schema.Deliver, self._deliver, name="0")
+        # The stream deleted, or its leader or a replica moved: this subscription gets nothing
+        # more, so it is lost (as rstream's own consumer treats it), never a silent stall.
+        client.add_handler(schema.MetadataUpdate, self._metadata_update, name="0")
         await client.run_queue_listener_task(subscriber_id=0, handler=self._deliver)
         kind = OffsetType[spec.upper()]
         await client.subscribe(
@@ -185,6 +188,13 @@ class Subscription:
     async def _lost(self, info: Any) -> None:
         if self._on_lost is not None:
             self._on_lost(f"the connection to {where(self.opts)} was lost ({info.reason})")
+
+    async def _metadata_update(self, frame: Any) -> None:
+        if frame.metadata_info.stream == self.opts.stream and self._on_lost is not None:
+            self._on_lost(
+                f"stream '{self.opts.stream}' changed at {where(self.opts)} (deleted, or its "
+                f"leader or a replica moved; code {frame.metadata_info.code})"
+            )
 
     async def _deliver(self, frame: Any) -> None:
         if frame.subscription_id != 0:
