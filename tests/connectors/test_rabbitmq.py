@@ -9,6 +9,7 @@ import asyncio
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -22,13 +23,16 @@ from tests.waiting import wait_until
 pytestmark = pytest.mark.spark
 
 
-def _publish(node: RabbitmqNode, stream: str, values: list[int], create: bool = False) -> None:
+def _producer(node: RabbitmqNode) -> Any:
+    """An independent client's producer on ``node`` (an async context manager)."""
     from rstream import Producer
 
+    return Producer(node.host, node.stream_port, username=node.username, password=node.password)
+
+
+def _publish(node: RabbitmqNode, stream: str, values: list[int], create: bool = False) -> None:
     async def send() -> None:
-        async with Producer(
-            node.host, node.stream_port, username=node.username, password=node.password
-        ) as producer:
+        async with _producer(node) as producer:
             if create:
                 await producer.create_stream(stream, exists_ok=True)
             for n in values:
@@ -83,15 +87,12 @@ def test_amqp_messages_and_raw_ones_are_read_whole_by_the_tasks(
     """Enough messages for a micro-batch of more than one task, half written as AMQP 1.0
     messages (as every client but a raw-bytes producer writes them), half as raw bytes: each
     read once, by its body."""
-    from rstream import AMQPMessage, Producer
+    from rstream import AMQPMessage
 
     stream, count = f"s-{uuid.uuid4().hex[:8]}", 30_000
 
     async def send() -> None:
-        async with Producer(
-            rabbitmq.host, rabbitmq.stream_port, username=rabbitmq.username,
-            password=rabbitmq.password,
-        ) as producer:  # fmt: skip
+        async with _producer(rabbitmq) as producer:
             await producer.create_stream(stream)
             for lo in range(0, count, 999):  # chunks that do not end where a range does
                 batch: list[bytes | AMQPMessage] = []
@@ -216,8 +217,6 @@ def test_offsets_another_consumer_tracks_in_the_stream_are_stepped_over(
 def test_a_stream_deleted_mid_run_fails_the_job_naming_it(
     spark: SparkSession, rabbitmq: RabbitmqNode, tmp_path: Path
 ) -> None:
-    from rstream import Producer
-
     stream = f"s-{uuid.uuid4().hex[:8]}"
     _publish(rabbitmq, stream, list(range(3)), create=True)
     out = tmp_path / "out.json"
@@ -226,10 +225,7 @@ def test_a_stream_deleted_mid_run_fails_the_job_naming_it(
         wait_until("the first three", lambda: len(json_lines(out)) >= 3, timeout=120)
 
         async def delete() -> None:
-            async with Producer(
-                rabbitmq.host, rabbitmq.stream_port, username=rabbitmq.username,
-                password=rabbitmq.password,
-            ) as producer:  # fmt: skip
+            async with _producer(rabbitmq) as producer:
                 await producer.delete_stream(stream)
 
         asyncio.run(delete())

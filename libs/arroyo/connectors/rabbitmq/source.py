@@ -114,6 +114,12 @@ class _Reader(DataSourceStreamReader):
     def _what(self) -> str:
         return f"stream '{self.opts.stream}' at {where(self.opts)}"
 
+    def _fewer(self, end: int, read: int) -> RabbitmqError:
+        return RabbitmqError(
+            f"{self._what()} ends at offset {end}, before the checkpoint's {read}: it holds "
+            "fewer messages than were read (was it deleted and made again?)"
+        )
+
     def _latest(self) -> int | None:
         """The end of what the stream has written, as far as is known."""
         if self._tail is None:
@@ -162,11 +168,7 @@ class _Reader(DataSourceStreamReader):
                 time.sleep(0.1)
                 latest = self._latest()
             if latest is None or latest < self._planned:
-                raise RabbitmqError(
-                    f"{self._what()} ends at offset {latest or 0}, before the checkpoint's "
-                    f"{self._planned}: it holds fewer messages than were read (was it deleted "
-                    "and made again?)"
-                )
+                raise self._fewer(latest or 0, self._planned)
         if latest is not None:
             self._planned = max(self._planned, min(latest, self._planned + self.max_records))
         return {"offset": self._planned}
@@ -180,10 +182,7 @@ class _Reader(DataSourceStreamReader):
         begin = start["offset"] if start["offset"] >= 0 else end["from"]
         last = end["offset"]
         if last < begin:
-            raise RabbitmqError(
-                f"{self._what()} ends at offset {last}, before the checkpoint's {begin}: it "
-                "holds fewer messages than were read (was it deleted and made again?)"
-            )
+            raise self._fewer(last, begin)
         if self._planned is None or last > self._planned:
             self._planned = last
         # Spark asks for a latest offset only once every batch it planned has committed (one
