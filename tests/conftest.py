@@ -7,6 +7,7 @@ An ``async def`` test runs on an event loop of its own (``tests.aio.run``): see
 from __future__ import annotations
 
 import inspect
+import os
 import re
 import uuid
 from collections.abc import Callable, Iterator
@@ -19,6 +20,15 @@ import pytest
 from tests import aio
 
 T = TypeVar("T")
+
+# Every JVM the tests start (the session's Spark, each `arroyo run` and cluster worker, a
+# standalone Spark's daemons and executors) runs on the quick JIT alone. They live for seconds
+# to minutes over small inputs, so C2's compiling (threads of their own beside the work, on two
+# cores shared by two test processes) costs more than it gains: on a sample of the heaviest
+# tests (the standalone cluster, the sink crashes, the window aggregate, the CLI) 633 CPU
+# seconds became 452, and 324 s of wall time 241 (docs/testing.md). The JDK's launcher reads
+# this variable (and says so on standard error); products and benchmarks keep the full JIT.
+os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
