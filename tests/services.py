@@ -31,7 +31,13 @@ from arroyo.controller import Controller
 from arroyo.controller.controller import OutputBatch
 from arroyo.service import Listen, RunningService, start
 from arroyo.worker import Phase, WorkerIdentity, WorkerRuntime
-from arroyo_rpc.v1 import compiler_pb2_grpc, controller_pb2, controller_pb2_grpc, worker_pb2_grpc
+from arroyo_rpc.v1 import (
+    common_pb2,
+    compiler_pb2_grpc,
+    controller_pb2,
+    controller_pb2_grpc,
+    worker_pb2_grpc,
+)
 
 # services/ installs as arroyo_services through the editable install's finder, which mypy does
 # not follow.
@@ -128,6 +134,14 @@ class ScriptedController(Controller):
     def jobs_changed(self) -> None:
         self.nudges += 1
         super().jobs_changed()
+
+    def report_nodes(
+        self, job_id: str, time_micros: int, *nodes: controller_pb2.NodeMetrics
+    ) -> None:
+        """Keep a report of operators, as ``record_metrics`` keeps a running job's."""
+        job = common_pb2.JobRef(job_id=job_id)
+        request = controller_pb2.JobMetricsRequest(job=job, time_micros=time_micros, nodes=nodes)
+        self.keep_metrics(request)
 
     def report_metrics(self, job_id: str, *samples: controller_pb2.MetricsSample) -> None:
         """What ``record_metrics`` keeps of a running job's reports (which this controller

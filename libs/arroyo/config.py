@@ -72,6 +72,10 @@ class ControllerConfig(ServiceAddress):
     restart_backoff_max_s: float = 30.0
     # Recent metric samples kept per job.
     metrics_window: int = 120
+    # Each operator's metrics over time (the API's operator_metric_groups): how long they are
+    # kept, in buckets of how many seconds (arroyo.controller.history).
+    metrics_retention_s: float = 3600.0
+    metrics_bucket_s: float = 5.0
 
 
 class CompilerConfig(ServiceAddress):

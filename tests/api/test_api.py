@@ -226,6 +226,7 @@ async def test_bad_input_is_400_naming_the_field(
         ("GET", "/jobs/job_x/checkpoints"),
         ("GET", "/jobs/job_x/errors"),
         ("GET", "/jobs/job_x/metrics"),
+        ("GET", "/jobs/job_x/operator_metric_groups"),
         ("GET", "/jobs/job_x/output"),
     ],
 )
@@ -692,6 +693,62 @@ async def test_metrics_come_from_the_controller(tmp_path: Path, compiler: Compil
 
 
 @pytest.mark.spark
+async def test_operator_metric_groups_are_each_operators_history_in_arroyos_shape(
+    tmp_path: Path, compiler: Compiler
+) -> None:
+    async with running_api(tmp_path, compiler=compiler) as env:
+        created = await env.create()
+        assert env.controller is not None
+        job = created["job_id"]
+        url = f"/api/v1/pipelines/{created['id']}/jobs/{job}/operator_metric_groups"
+        assert await (await env.client.get(url)).json() == {"data": []}
+
+        def node(operator: str, query: str, **counts: float) -> controller_pb2.NodeMetrics:
+            made = controller_pb2.NodeMetrics(operator_id=operator, label="", query=query)
+            for name, value in counts.items():
+                setattr(made, name, value)
+            return made
+
+        bucket = int(env.controller.settings.metrics_bucket_s * 1_000_000)
+        start = 1000 * bucket
+        # Two batches of two queries reading one source in the first bucket; one in the next.
+        env.controller.report_nodes(
+            job,
+            start + 1,
+            node("impulse", "a", messages_sent=10, interval_seconds=2.0, backpressure=0.25),
+            node("impulse", "b", messages_sent=30, interval_seconds=1.0),
+            node("sink:out", "a", messages_recv=4, interval_seconds=2.0),
+        )
+        env.controller.report_nodes(
+            job,
+            start + 2,
+            node("impulse", "a", messages_sent=20, interval_seconds=2.0, backpressure=0.5),
+            node("sink:out/stateStoreSave0", "a", state_rows=7, state_bytes=900),
+        )
+        env.controller.report_nodes(
+            job, start + bucket, node("impulse", "a", messages_sent=5, interval_seconds=1.0)
+        )
+        data = (await (await env.client.get(url)).json())["data"]
+        groups = {
+            o["operatorId"]: {g["name"]: g["subtasks"] for g in o["metricGroups"]} for o in data
+        }
+        assert set(groups) == {"impulse", "sink:out", "sink:out/stateStoreSave0"}
+        [sent] = groups["impulse"]["messages_sent"]
+        assert sent["index"] == 0
+        # Per second over the time each query's batches cover, summed over the queries.
+        assert sent["metrics"] == [
+            {"time": start, "value": 30 / 4 + 30 / 1},
+            {"time": start + bucket, "value": 5.0},
+        ]
+        [pressure] = groups["impulse"]["backpressure"]
+        assert [m["value"] for m in pressure["metrics"]] == [0.5, 0.0]
+        [received] = groups["sink:out"]["messages_recv"]
+        assert received["metrics"] == [{"time": start, "value": 2.0}]
+        [state] = groups["sink:out/stateStoreSave0"]["state_bytes"]
+        assert state["metrics"] == [{"time": start, "value": 900.0}]
+
+
+@pytest.mark.spark
 async def test_output_is_relayed_as_server_sent_events(tmp_path: Path, compiler: Compiler) -> None:
     rows = [{"counter": 1}, {"counter": 2}, {"text": "two\nlines"}]
 
@@ -783,6 +840,8 @@ async def test_a_controller_that_is_down_fails_only_what_needs_it(
 
         job = f"{url}/jobs/{created['job_id']}"
         message = await error_of(await env.client.get(f"{job}/metrics"), 503)
+        assert "controller is unavailable" in message
+        message = await error_of(await env.client.get(f"{job}/operator_metric_groups"), 503)
         assert "controller is unavailable" in message
         message = await error_of(await env.client.get(f"{job}/output"), 503)
         assert "controller is unavailable" in message

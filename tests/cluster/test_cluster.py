@@ -125,6 +125,21 @@ def test_lifecycle_through_the_api(cluster: Cluster, tmp_path: Path) -> None:
     job = cluster.job(pid)
     metrics = cluster.call("GET", f"/pipelines/{pid}/jobs/{job['id']}/metrics")
     assert metrics["samples"], metrics
+    # Each node of the graph over time, as the worker reported it: the impulse's rows, those
+    # the sink took, and the window's state under the sink.
+    groups = f"/pipelines/{pid}/jobs/{job['id']}/operator_metric_groups"
+
+    def peak(operator: str, name: str) -> float:
+        for o in cluster.call("GET", groups)["data"]:
+            for g in o["metricGroups"] if o["operatorId"] == operator else []:
+                if g["name"] == name:
+                    return max(m["value"] for s in g["subtasks"] for m in s["metrics"])
+        return 0.0
+
+    cluster.until("the impulse's rate", lambda: peak("impulse", "messages_sent") > 0)
+    cluster.until("the sink's rate", lambda: peak("sink:counts", "messages_recv") > 0)
+    operators = {o["operatorId"] for o in cluster.call("GET", groups)["data"]}
+    assert any(o.startswith("sink:counts/") for o in operators), operators
 
     # Stop with a checkpoint, start again: the windows go on with no gap and no duplicate.
     cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "checkpoint"})

@@ -39,13 +39,14 @@ from arroyo.api.errors import (
     from_rpc,
 )
 from arroyo.api.ids import new_id, now_micros
+from arroyo.api.metrics_handlers import CONTROLLER_TIMEOUT_S, MetricsHandlers
 from arroyo.api.readiness import Readiness
 from arroyo.api.routing import EVENT_STREAM, Call, describe
 from arroyo.api.udf_handlers import UdfHandlers
 from arroyo.connectors import CONNECTORS, AnyConnector, ConnectorError, connector
 from arroyo.connectors.base import ConnectorOptions, secret_fields
 from arroyo.errors import ArroyoError
-from arroyo.rpc import NOT_FOUND, CompilerClient, ControllerClient, RpcError
+from arroyo.rpc import CompilerClient, ControllerClient, RpcError
 from arroyo.store.errors import NotFound
 from arroyo.store.model import (
     Checkpoint,
@@ -72,12 +73,11 @@ COMPILE_TIMEOUT_S = 30.0
 COMPILER_WAIT_S = 60.0
 # Short: the nudge is best effort, and a request should not wait long on it.
 JOBS_CHANGED_TIMEOUT_S = 2.0
-CONTROLLER_TIMEOUT_S = 5.0
 # Seconds without an output event after which the event stream gets a comment line.
 KEEPALIVE_S = 15.0
 
 
-class Api(ConnectionTableHandlers, UdfHandlers):
+class Api(ConnectionTableHandlers, UdfHandlers, MetricsHandlers):
     """The handlers of every route, over one store and one client per service.
 
     Made by ``arroyo.api.app.create_app`` on the event loop that serves it; holds no state of
@@ -278,22 +278,6 @@ class Api(ConnectionTableHandlers, UdfHandlers):
         job = await self._job(call)
         errors = await self._store.list_job_errors(job.id, call.input.limit)
         return m.JobErrorList(data=[_job_error_out(e) for e in errors])
-
-    async def get_job_metrics(self, call: Call[None]) -> m.JobMetrics:
-        """Recent metric samples of the running job, from the controller (503 when the
-        controller cannot be reached); empty when the job is not running."""
-        job = await self._job(call)
-        request = controller_pb2.GetJobMetricsRequest(job_id=job.id)
-        try:
-            response = await self._controller.get_job_metrics(
-                request, timeout_s=CONTROLLER_TIMEOUT_S
-            )
-        except RpcError as err:
-            if err.code != NOT_FOUND:
-                raise from_rpc("controller", err) from err
-            # The controller keeps metrics of live jobs only.
-            response = controller_pb2.GetJobMetricsResponse()
-        return m.JobMetrics(job_id=job.id, samples=[_sample(s) for s in response.samples])
 
     async def stream_output(self, call: Call[None]) -> web.StreamResponse:
         """The rows the job's sinks produce, as server-sent events: one ``data: <row as a JSON
@@ -769,27 +753,4 @@ def _job_error_out(e: JobError) -> m.JobErrorOut:
         retryable=e.retryable,
         message=e.message,
         details=e.details,
-    )
-
-
-def _sample(s: controller_pb2.MetricsSample) -> m.MetricsSample:
-    return m.MetricsSample(
-        time_micros=s.time_micros,
-        operators=[
-            m.OperatorMetrics(
-                query=o.query,
-                rows_in=o.rows_in,
-                rows_out=o.rows_out,
-                rows_in_per_second=o.rows_in_per_second,
-                rows_processed_per_second=o.rows_processed_per_second,
-                batch_duration_micros=o.batch_duration_micros,
-                state_rows=o.state_rows,
-                state_bytes=o.state_bytes,
-                dropped_bad_records=o.dropped_bad_records,
-                dropped_overflow_messages=o.dropped_overflow_messages,
-                # 0 in the message: no watermark yet.
-                watermark_micros=o.watermark_micros or None,
-            )
-            for o in s.operators
-        ],
     )

@@ -434,6 +434,41 @@ class JobMetrics(_Response):
     samples: list[MetricsSample] = Field(description="oldest first; empty when not running")
 
 
+class Metric(_Response):
+    time: int = Field(description="the bucket's start, in microseconds since the epoch")
+    value: float
+
+
+class SubtaskMetrics(_Response):
+    index: int = Field(description="always 0: a Spark query runs as one task here")
+    metrics: list[Metric] = Field(description="oldest first")
+
+
+class MetricGroup(_Response):
+    name: str = Field(
+        description="messages_recv, messages_sent (rows per second), backpressure (0 to 1), "
+        "state_rows, state_bytes, state_rows_updated, late_rows_dropped, "
+        "deserialization_errors (per bucket)"
+    )
+    subtasks: list[SubtaskMetrics]
+
+
+class OperatorMetricGroup(_Response):
+    model_config = ConfigDict(frozen=True, serialize_by_alias=True)
+
+    operator_id: str = Field(
+        alias="operatorId",
+        description="a node of the pipeline's graph: a source table, 'sink:<table>', or "
+        "'<sink node>/<stateful operator><n>'",
+    )
+    label: str
+    metric_groups: list[MetricGroup] = Field(alias="metricGroups")
+
+
+class OperatorMetricGroupList(_Response):
+    data: list[OperatorMetricGroup]
+
+
 class ConnectionProfileOut(_Response):
     id: str
     name: str

@@ -134,6 +134,15 @@ ROUTES: tuple[Route[Api, Any], ...] = (
     ),
     Route(
         "GET",
+        _JOB + "/operator_metric_groups",
+        Api.get_operator_metric_groups,
+        "Get each operator's metrics over time",
+        "jobs",
+        response=m.OperatorMetricGroupList,
+        errors=(502, 503),
+    ),
+    Route(
+        "GET",
         _JOB + "/output",
         Api.stream_output,
         "Stream a job's output rows (server-sent events)",

@@ -26,6 +26,7 @@ from arroyo.config import Config
 from arroyo.controller import events
 from arroyo.controller.context import JobContext
 from arroyo.controller.driver import JobDriver
+from arroyo.controller.history import MetricsHistory
 from arroyo.controller.nodes import NodeRegistry
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.store import JobId, JobState, Store
@@ -65,6 +66,7 @@ class Controller:
         self.nodes = NodeRegistry(self.settings.heartbeat_timeout_s)
         self.drivers: dict[JobId, JobDriver] = {}
         self.metrics: dict[str, collections.deque[pb.MetricsSample]] = {}
+        self.histories: dict[str, MetricsHistory] = {}
         self.subscribers: dict[str, list[asyncio.Queue[OutputBatch]]] = {}
         # Recent output per job, replayed to a subscriber that arrives late (a short preview
         # may be over before the user's browser connects).
@@ -108,6 +110,7 @@ class Controller:
         for job_id in set(self.drivers) - seen:
             driver = self.drivers.pop(job_id)
             self.metrics.pop(job_id, None)
+            self.histories.pop(job_id, None)
             self.recent_output.pop(job_id, None)
             await driver.ctx.kill_worker()
             await driver.stop()
@@ -215,15 +218,31 @@ class Controller:
 
     def record_metrics(self, request: pb.JobMetricsRequest) -> None:
         self.context(request.job)
+        self.keep_metrics(request)
+
+    def keep_metrics(self, request: pb.JobMetricsRequest) -> None:
+        """Keep a job's report: the query's sample among the job's recent ones, and its
+        operators' counts in the job's history."""
         window = self.metrics.setdefault(
             request.job.job_id, collections.deque(maxlen=self.settings.metrics_window)
         )
         window.append(
             pb.MetricsSample(time_micros=request.time_micros, operators=request.operators)
         )
+        history = self.histories.get(request.job.job_id)
+        if history is None:
+            history = MetricsHistory(
+                self.settings.metrics_retention_s, self.settings.metrics_bucket_s
+            )
+            self.histories[request.job.job_id] = history
+        history.record(request.time_micros, request.nodes)
 
-    def job_metrics(self, job_id: str) -> list[pb.MetricsSample]:
-        return list(self.metrics.get(job_id, ()))
+    def job_metrics(self, job_id: str) -> pb.GetJobMetricsResponse:
+        history = self.histories.get(job_id)
+        return pb.GetJobMetricsResponse(
+            samples=list(self.metrics.get(job_id, ())),
+            operators=history.series() if history is not None else [],
+        )
 
     def job_status(self, job_id: str) -> pb.GetJobStatusResponse:
         driver = self.drivers.get(JobId(job_id))

@@ -19,6 +19,7 @@ from typing import Any
 
 import structlog
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
@@ -26,6 +27,8 @@ from arroyo.connectors import AnyConnector, WriteContext, connector
 from arroyo.connectors.base import ConnectorError, ConnectorOptions, table_of, table_state_dir
 from arroyo.connectors.runtime.remote_state import RemoteState, attach, detach
 from arroyo.connectors.runtime.sinks import error_summary, wait_for_batches
+from arroyo.connectors.stage import STAGE_CONNECTOR
+from arroyo.engine import operators
 from arroyo.engine.build import (
     BuildSettings,
     drop_temp_views,
@@ -103,6 +106,8 @@ class BatchReport:
     state_bytes: int
     dropped_bad_records: int
     dropped_overflow_messages: int = 0
+    # The dataflow graph's nodes over this batch (arroyo.engine.operators).
+    operators: list[operators.OperatorReport] = field(default_factory=list)
 
 
 @dataclass
@@ -123,6 +128,9 @@ class _Watched:
     batches: int = 0
     # Whether the sink was told it has its last rows (Connector.sink_finished).
     told_finished: bool = False
+    # Spark's description of each stream the query reads, to its source table; read from the
+    # query's plan at its first batch (arroyo.engine.operators.source_tables).
+    tables: dict[str, str] | None = None
 
     @property
     def done(self) -> bool:
@@ -243,6 +251,10 @@ class PipelineRunner:
             checkpoint = checkpoint_key = os.path.abspath(query_dir / "checkpoint")
         declare_column_use(df, checkpoint)
         context = WriteContext(self.spark, query_dir / "sink", self.state_dir)
+        if self.real_time_batch_ms is None:
+            # The rows the sink takes, whatever the sink (a foreachBatch one reports none).
+            rows = F.count(F.lit(1)).alias("rows")
+            df = df.observe(operators.ROWS_OUT_METRIC, rows)
         if spec.updating_ttl_ms is not None:
             # Read by the state store of this query's aggregate (the state directory Spark
             # keeps under the checkpoint), at every batch: arroyo.engine.session.
@@ -422,11 +434,28 @@ class PipelineRunner:
         if changed and self.on_progress:
             self.on_progress(self.progress)
 
+    def _operators(
+        self, w: _Watched, p: Any, dropped: dict[str, int]
+    ) -> list[operators.OperatorReport]:
+        if w.tables is None:
+            names = {s.name for s in self.program.sources}
+            try:
+                w.tables = operators.source_tables(w.query, names)
+            except Exception as err:  # metrics only: the query runs on without them
+                log.warning("source_tables_unread", sink=w.spec.sink.name, error=str(err))
+                w.tables = {}
+        sink = w.spec.sink
+        is_stage = sink.connector == STAGE_CONNECTOR
+        node = operators.sink_node(sink.name, is_stage)
+        label = "stage" if is_stage else sink.connector
+        return operators.reports(p, w.tables, node, label, dropped)
+
     def _record(self, w: _Watched, p: Any) -> None:
         if p.stateOperators:
             w.stateful = True
         watermark = (p.eventTime or {}).get("watermark")
         dropped = overflowed = 0
+        dropped_now: dict[str, int] = {}
         if w.ended_sources >= w.sources and is_end_of_time(watermark):
             w.flushed = True
         if w.ends_by_offsets and offsets_ended(s.endOffset for s in p.sources or []):
@@ -450,6 +479,7 @@ class PipelineRunner:
                     overflowed += count
                 else:
                     dropped += count
+                    dropped_now[table] = dropped_now.get(table, 0) + count
                 by_query = tables.setdefault(table, {})
                 by_query[w.spec.sink.name] = by_query.get(w.spec.sink.name, 0) + count
         self.progress.dropped_bad_records = sum(
@@ -466,6 +496,7 @@ class PipelineRunner:
         if watermark and not is_end_of_time(watermark):
             self.progress.watermark = watermark
         report = _report(w, p, watermark, (dropped, overflowed), self._state_rows_counted)
+        report.operators.extend(self._operators(w, p, dropped_now))
         for conn, table, options in self._sources:
             conn.source_committed(
                 table_state_dir(self.settings.state_dir, table.name), table, options, report.offsets

@@ -29,6 +29,7 @@ from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.program.spec import PipelineProgram
 from arroyo.rpc import ControllerClient, RpcError
 from arroyo.worker.execution import Execution, Phase
+from arroyo.worker.operator_metrics import OperatorMetrics
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import controller_pb2 as pb
 
@@ -234,6 +235,7 @@ class _Reports:
     def __init__(self, runtime: WorkerRuntime) -> None:
         self.runtime = runtime
         self.ref = runtime.identity.ref()
+        self.operators = OperatorMetrics(runtime.identity.job_id)
 
     def started(self) -> None:
         request = pb.TaskStartedRequest(job=self.ref)
@@ -270,6 +272,7 @@ class _Reports:
                     watermark_micros=micros(report.watermark),
                 )
             ],
+            nodes=self.operators.nodes(report),
         )
         controller = self.runtime.controller
         self.runtime.queue(lambda: controller.task_checkpoint_completed(checkpoint))

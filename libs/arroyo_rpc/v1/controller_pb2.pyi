@@ -187,15 +187,45 @@ class OperatorMetrics(_message.Message):
     dropped_overflow_messages: int
     def __init__(self, query: _Optional[str] = ..., rows_in: _Optional[int] = ..., rows_out: _Optional[int] = ..., rows_in_per_second: _Optional[float] = ..., rows_processed_per_second: _Optional[float] = ..., batch_duration_micros: _Optional[int] = ..., state_rows: _Optional[int] = ..., state_bytes: _Optional[int] = ..., dropped_bad_records: _Optional[int] = ..., watermark_micros: _Optional[int] = ..., dropped_overflow_messages: _Optional[int] = ...) -> None: ...
 
+class NodeMetrics(_message.Message):
+    __slots__ = ("operator_id", "label", "query", "messages_recv", "messages_sent", "interval_seconds", "backpressure", "state_rows", "state_bytes", "state_rows_updated", "late_rows_dropped", "deserialization_errors")
+    OPERATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_RECV_FIELD_NUMBER: _ClassVar[int]
+    MESSAGES_SENT_FIELD_NUMBER: _ClassVar[int]
+    INTERVAL_SECONDS_FIELD_NUMBER: _ClassVar[int]
+    BACKPRESSURE_FIELD_NUMBER: _ClassVar[int]
+    STATE_ROWS_FIELD_NUMBER: _ClassVar[int]
+    STATE_BYTES_FIELD_NUMBER: _ClassVar[int]
+    STATE_ROWS_UPDATED_FIELD_NUMBER: _ClassVar[int]
+    LATE_ROWS_DROPPED_FIELD_NUMBER: _ClassVar[int]
+    DESERIALIZATION_ERRORS_FIELD_NUMBER: _ClassVar[int]
+    operator_id: str
+    label: str
+    query: str
+    messages_recv: int
+    messages_sent: int
+    interval_seconds: float
+    backpressure: float
+    state_rows: int
+    state_bytes: int
+    state_rows_updated: int
+    late_rows_dropped: int
+    deserialization_errors: int
+    def __init__(self, operator_id: _Optional[str] = ..., label: _Optional[str] = ..., query: _Optional[str] = ..., messages_recv: _Optional[int] = ..., messages_sent: _Optional[int] = ..., interval_seconds: _Optional[float] = ..., backpressure: _Optional[float] = ..., state_rows: _Optional[int] = ..., state_bytes: _Optional[int] = ..., state_rows_updated: _Optional[int] = ..., late_rows_dropped: _Optional[int] = ..., deserialization_errors: _Optional[int] = ...) -> None: ...
+
 class JobMetricsRequest(_message.Message):
-    __slots__ = ("job", "time_micros", "operators")
+    __slots__ = ("job", "time_micros", "operators", "nodes")
     JOB_FIELD_NUMBER: _ClassVar[int]
     TIME_MICROS_FIELD_NUMBER: _ClassVar[int]
     OPERATORS_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
     job: _common_pb2.JobRef
     time_micros: int
     operators: _containers.RepeatedCompositeFieldContainer[OperatorMetrics]
-    def __init__(self, job: _Optional[_Union[_common_pb2.JobRef, _Mapping]] = ..., time_micros: _Optional[int] = ..., operators: _Optional[_Iterable[_Union[OperatorMetrics, _Mapping]]] = ...) -> None: ...
+    nodes: _containers.RepeatedCompositeFieldContainer[NodeMetrics]
+    def __init__(self, job: _Optional[_Union[_common_pb2.JobRef, _Mapping]] = ..., time_micros: _Optional[int] = ..., operators: _Optional[_Iterable[_Union[OperatorMetrics, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[NodeMetrics, _Mapping]]] = ...) -> None: ...
 
 class JobMetricsResponse(_message.Message):
     __slots__ = ()
@@ -269,11 +299,39 @@ class MetricsSample(_message.Message):
     operators: _containers.RepeatedCompositeFieldContainer[OperatorMetrics]
     def __init__(self, time_micros: _Optional[int] = ..., operators: _Optional[_Iterable[_Union[OperatorMetrics, _Mapping]]] = ...) -> None: ...
 
+class MetricPoint(_message.Message):
+    __slots__ = ("time_micros", "value")
+    TIME_MICROS_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    time_micros: int
+    value: float
+    def __init__(self, time_micros: _Optional[int] = ..., value: _Optional[float] = ...) -> None: ...
+
+class MetricSeries(_message.Message):
+    __slots__ = ("name", "points")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    POINTS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    points: _containers.RepeatedCompositeFieldContainer[MetricPoint]
+    def __init__(self, name: _Optional[str] = ..., points: _Optional[_Iterable[_Union[MetricPoint, _Mapping]]] = ...) -> None: ...
+
+class OperatorSeries(_message.Message):
+    __slots__ = ("operator_id", "label", "series")
+    OPERATOR_ID_FIELD_NUMBER: _ClassVar[int]
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    SERIES_FIELD_NUMBER: _ClassVar[int]
+    operator_id: str
+    label: str
+    series: _containers.RepeatedCompositeFieldContainer[MetricSeries]
+    def __init__(self, operator_id: _Optional[str] = ..., label: _Optional[str] = ..., series: _Optional[_Iterable[_Union[MetricSeries, _Mapping]]] = ...) -> None: ...
+
 class GetJobMetricsResponse(_message.Message):
-    __slots__ = ("samples",)
+    __slots__ = ("samples", "operators")
     SAMPLES_FIELD_NUMBER: _ClassVar[int]
+    OPERATORS_FIELD_NUMBER: _ClassVar[int]
     samples: _containers.RepeatedCompositeFieldContainer[MetricsSample]
-    def __init__(self, samples: _Optional[_Iterable[_Union[MetricsSample, _Mapping]]] = ...) -> None: ...
+    operators: _containers.RepeatedCompositeFieldContainer[OperatorSeries]
+    def __init__(self, samples: _Optional[_Iterable[_Union[MetricsSample, _Mapping]]] = ..., operators: _Optional[_Iterable[_Union[OperatorSeries, _Mapping]]] = ...) -> None: ...
 
 class JobsChangedRequest(_message.Message):
     __slots__ = ()

@@ -1,0 +1,91 @@
+"""The worker's metrics per operator (arroyo.engine.operators): sent to the controller with
+each batch, which keeps their history for the API's ``operator_metric_groups``, and counted on
+the worker's Prometheus endpoint under Arroyo's metric names."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from prometheus_client import Gauge
+
+from arroyo_rpc.v1 import controller_pb2 as pb
+
+if TYPE_CHECKING:
+    from arroyo.engine.operators import OperatorReport
+    from arroyo.engine.runner import BatchReport
+
+# Arroyo's labels: a Spark query is one task here, so every subtask index is 0.
+_LABELS = ("job_id", "operator_id", "operator_name", "subtask_idx")
+# The totals are exposed under Arroyo's exact names, for its dashboards' queries
+# (``rate(arroyo_worker_messages_recv[1m])``): prometheus_client would name a Counter
+# ``..._total``, so they are gauges that only ever grow.
+MESSAGES_RECV = Gauge("arroyo_worker_messages_recv", "Rows an operator received", _LABELS)
+MESSAGES_SENT = Gauge("arroyo_worker_messages_sent", "Rows an operator sent", _LABELS)
+DESERIALIZATION_ERRORS = Gauge(
+    "arroyo_worker_deserialization_errors",
+    "Records a source could not decode and dropped (bad_data = 'drop')",
+    _LABELS,
+)
+BACKPRESSURE = Gauge(
+    "arroyo_worker_backpressure",
+    "0 to 1: how far the operator's query falls behind its input, at its last batch",
+    _LABELS,
+)
+STATE_ROWS = Gauge(
+    "arroyo_worker_state_rows",
+    "Rows in a stateful operator's keyed state (-1: not counted)",
+    _LABELS,
+)
+STATE_BYTES = Gauge("arroyo_worker_state_bytes", "Bytes of a stateful operator's state", _LABELS)
+LATE_ROWS_DROPPED = Gauge(
+    "arroyo_worker_late_rows_dropped",
+    "Rows a stateful operator dropped as behind the watermark",
+    _LABELS,
+)
+
+
+class OperatorMetrics:
+    """Turns a job's batch reports into the controller's messages and Prometheus' counters."""
+
+    def __init__(self, job_id: str) -> None:
+        self.job_id = job_id
+        # When each query's previous batch was reported: what a batch's counts cover.
+        self._last: dict[str, float] = {}
+
+    def nodes(self, report: BatchReport) -> list[pb.NodeMetrics]:
+        now = time.monotonic()
+        last = self._last.get(report.query)
+        self._last[report.query] = now
+        interval = now - last if last is not None else max(report.duration_ms / 1000, 0.001)
+        self._count(report.operators)
+        return [
+            pb.NodeMetrics(
+                operator_id=o.operator_id,
+                label=o.label,
+                query=report.query,
+                messages_recv=o.messages_recv,
+                messages_sent=o.messages_sent,
+                interval_seconds=interval,
+                backpressure=o.backpressure,
+                state_rows=o.state_rows,
+                state_bytes=o.state_bytes,
+                state_rows_updated=o.state_rows_updated,
+                late_rows_dropped=o.late_rows_dropped,
+                deserialization_errors=o.deserialization_errors,
+            )
+            for o in report.operators
+        ]
+
+    def _count(self, operators: Iterable[OperatorReport]) -> None:
+        for o in operators:
+            labels = (self.job_id, o.operator_id, o.label, "0")
+            MESSAGES_RECV.labels(*labels).inc(o.messages_recv)
+            MESSAGES_SENT.labels(*labels).inc(o.messages_sent)
+            DESERIALIZATION_ERRORS.labels(*labels).inc(o.deserialization_errors)
+            LATE_ROWS_DROPPED.labels(*labels).inc(o.late_rows_dropped)
+            BACKPRESSURE.labels(*labels).set(o.backpressure)
+            if o.state_rows or o.state_bytes:
+                STATE_ROWS.labels(*labels).set(o.state_rows)
+                STATE_BYTES.labels(*labels).set(o.state_bytes)
