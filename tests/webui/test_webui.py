@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 import shutil
+import tempfile
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
@@ -47,6 +49,26 @@ OUTPUT_ROWS = [{"counter": n, "subtask": 0} for n in range(3)]
 TIMEOUT_S = 60
 
 T = TypeVar("T")
+
+
+def screenshots() -> Path:
+    """Where the tests save screenshots of the pages they reach: ``ARROYO_TEST_ARTIFACTS``'s
+    ``webui`` (CI keeps it), else a temporary directory."""
+    root = os.environ.get("ARROYO_TEST_ARTIFACTS") or tempfile.mkdtemp(prefix="arroyo-ui-")
+    path = Path(root) / "webui"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def write_sql(page: Page, text: str) -> None:
+    """Replace the SQL editor's text as a user would: select all of it, then type (as one
+    input, which is what pasting is). Playwright's ``fill`` on the editor's content can add to
+    the text CodeMirror holds rather than replace it."""
+    editor = page.get_by_label("SQL", exact=True)
+    editor.click()
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.insert_text(text)
+    expect(editor).to_have_text(text.replace("\n", ""))
 
 
 def metrics_sample() -> controller_pb2.MetricsSample:
@@ -195,7 +217,7 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
 
         # A query that does not compile: its diagnostic, with line and column.
         form.get_by_label("Name").fill("counter")
-        form.get_by_label("SQL").fill(BAD_QUERY)
+        write_sql(page, BAD_QUERY)
         form.get_by_role("button", name="Validate").click()
         diagnostic = page.locator("#diagnostics li").first
         expect(diagnostic).to_contain_text("3:24")
@@ -209,7 +231,7 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
         expect(page.locator("#pipelines tr")).to_have_count(0)
 
         # The good query validates and shows its dataflow.
-        form.get_by_label("SQL").fill(QUERY)
+        write_sql(page, QUERY)
         form.get_by_role("button", name="Validate").click()
         expect(page.locator("#form-status")).to_contain_text("The query is valid")
         expect(page.locator("#diagnostics")).to_be_hidden()
@@ -330,7 +352,7 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
         assert page.request.get(f"/api/v1/pipelines/{pipeline_id}").status == 404
 
         # A preview streams its output rows into the page.
-        form.get_by_label("SQL").fill(QUERY)
+        write_sql(page, QUERY)
         form.get_by_role("button", name="Preview").click()
         expect(page.locator("#d-name")).to_have_text(re.compile(r"^preview-pl_"))
         expect(page.locator("#output-state")).to_have_text("done · 3 row(s)")
@@ -348,3 +370,70 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
     }
     assert [p for p in problems if p not in expected] == []
     assert set(problems) == expected
+
+
+@pytest.mark.spark
+def test_the_editor_underlines_a_typo_completes_names_and_runs_on_a_shortcut(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    chromium_path()
+    expect.set_options(timeout=TIMEOUT_S * 1000)
+    with running_api(tmp_path, spark) as api, browser_page(api.url) as (page, problems):
+        page.goto("/")
+        editor = page.get_by_label("SQL", exact=True)
+        live = page.locator("#live-status")
+
+        # A typo, validated as it is typed: underlined where it is, its message on hover.
+        write_sql(page, BAD_QUERY)
+        underline = page.locator(".cm-lintRange-error")
+        expect(underline).to_have_count(1)
+        expect(underline).to_have_text("countr")
+        expect(live).to_have_text("1 problem(s): hover the underlined text.")
+        underline.hover()
+        expect(page.locator(".cm-tooltip-lint")).to_contain_text("countr")
+
+        page.screenshot(path=str(screenshots() / "editor-typo.png"))
+
+        # Fixed, the underline goes.
+        write_sql(page, QUERY)
+        expect(live).to_have_text("Valid.")
+        expect(underline).to_have_count(0)
+
+        # Completion: a table the last validation found, and a connector's option.
+        page.keyboard.press("ControlOrMeta+End")
+        page.keyboard.type("\nSELECT * FROM impu")
+        option = page.locator(".cm-tooltip-autocomplete li", has_text="impulse")
+        expect(option.first).to_be_visible()
+        page.keyboard.press("Escape")
+        write_sql(page, "CREATE TABLE t WITH (connector = 'impulse', event_r")
+        page.keyboard.press("Control+Space")
+        expect(page.locator(".cm-tooltip-autocomplete li", has_text="event_rate")).to_be_visible()
+        page.keyboard.press("Escape")
+
+        # An example, then the shortcut that previews it.
+        page.get_by_label("Examples").select_option("Windows: a count per tumbling second")
+        expect(editor).to_contain_text("tumble(interval '1 second')")
+        editor.click()
+        page.keyboard.press("ControlOrMeta+Enter")
+        expect(page.locator("#d-name")).to_have_text(re.compile(r"^preview-pl_"))
+        page.screenshot(path=str(screenshots() / "editor-preview.png"))
+    assert problems == []
+
+
+def _examples() -> dict[str, str]:
+    """The editor's example queries, read from its module as the browser reads them."""
+    text = (web_root() / "examples.js").read_text()
+    return dict(re.findall(r'^  "([^"]+)": `([^`]*)`', text, re.MULTILINE))
+
+
+def test_the_examples_are_read_whole() -> None:
+    assert len(_examples()) == 5
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("name", sorted(_examples()))
+def test_each_example_query_plans(name: str, spark: SparkSession, tmp_path: Path) -> None:
+    from arroyo.compiler import Compiler
+
+    compiled = Compiler(spark).compile(_examples()[name], "", parallelism=1)
+    assert [d.message for d in compiled.diagnostics] == []

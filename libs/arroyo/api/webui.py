@@ -1,6 +1,7 @@
-"""Where the web UI's files are: a dependency-free page (``index.html``, ``app.js``, ``style.css``
-in ``arroyo/api/web``, packaged with the library) over the REST API, served from ``/`` with
-``create_app(..., web_root=web_root())``."""
+"""Where the web UI's files are: a page of ES modules (``index.html``, ``app.js`` and the
+modules it imports, ``style.css``, in ``arroyo/api/web``, packaged with the library) over the
+REST API, served from ``/`` with ``create_app(..., web_root=web_root())``. The libraries it uses
+are bundled into ``web/vendor`` by ``scripts/vendor-web`` and committed: no Node at install."""
 
 from __future__ import annotations
 

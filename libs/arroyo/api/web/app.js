@@ -1,7 +1,10 @@
-"use strict";
-// Arroyo's web UI: plain JavaScript over the REST API (/api/v1), no build step.
+// Arroyo's web UI: ES modules over the REST API (/api/v1), no build step; its libraries are
+// bundled into vendor/ by scripts/vendor-web (committed).
 // Routes (in the URL's hash): #/ lists the pipelines and creates one; #/pipelines/<id> shows one.
 // Every failed API call is shown in the nearest role="alert" element, never dropped.
+
+import { sqlEditor } from "./editor.js";
+import { EXAMPLES } from "./examples.js";
 
 const API = "/api/v1";
 const POLL_MS = 2000;
@@ -294,16 +297,38 @@ function setFormBusy(busy) {
   for (const button of form.querySelectorAll("button")) button.disabled = busy;
 }
 
-/** Puts the caret on line:column of the SQL. */
-function jumpTo(line, column) {
-  const textarea = field("query");
-  const lines = textarea.value.split("\n");
-  let offset = 0;
-  for (let i = 0; i < line - 1 && i < lines.length; i += 1) offset += lines[i].length + 1;
-  offset += Math.max(0, (column || 1) - 1);
-  textarea.focus();
-  textarea.setSelectionRange(offset, offset + 1);
+const editor = sqlEditor($("sql-editor"), {
+  label: "SQL",
+  hint: "CREATE TABLE ... ; INSERT INTO ... SELECT ...",
+  validate: (query) => api("POST", "/pipelines/validate_query", { query }),
+  onPreview: () => $("preview").click(),
+  onLaunch: () => form.requestSubmit(),
+  // Validation as one types speaks in its own line; the buttons' results stay as they were.
+  onValidated: (result, err) => {
+    const live = $("live-status");
+    live.hidden = false;
+    if (err) {
+      live.className = "small bad";
+      live.textContent = `Could not validate: ${err.message}`;
+    } else if (result.errors.length) {
+      live.className = "small bad";
+      live.textContent = `${result.errors.length} problem(s): hover the underlined text.`;
+    } else {
+      live.className = "small ok";
+      live.textContent = "Valid.";
+    }
+  },
+});
+const jumpTo = (line, column) => editor.jumpTo(line, column);
+api("GET", "/connectors").then((list) => editor.setConnectors(list.data), () => {});
+for (const [name, query] of Object.entries(EXAMPLES)) {
+  $("examples").append(h("option", { value: name }, name));
 }
+$("examples").addEventListener("change", (event) => {
+  const query = EXAMPLES[event.target.value];
+  if (query) editor.setText(query);
+  event.target.value = "";
+});
 
 function renderDiagnostics(diagnostics) {
   if (!diagnostics || diagnostics.length === 0) return;
@@ -333,8 +358,7 @@ async function runForm(what, call) {
   }
 }
 
-$("validate").addEventListener("click", () => runForm("Could not validate", async () => {
-  const result = await api("POST", "/pipelines/validate_query", { query: field("query").value });
+function showValidation(result) {
   renderDiagnostics(result.errors);
   if (result.warnings.length) {
     showText($("warnings"), ...result.warnings.map((w) => h("li", {}, w)));
@@ -345,12 +369,16 @@ $("validate").addEventListener("click", () => runForm("Could not validate", asyn
     showText($("form-status"), `The query is valid: ${sources} source(s), ${sinks} sink(s).`);
     renderGraph($("form-graph"), result.graph);
   }
+}
+
+$("validate").addEventListener("click", () => runForm("Could not validate", async () => {
+  showValidation(await api("POST", "/pipelines/validate_query", { query: editor.text() }));
 }));
 
 form.addEventListener("submit", (event) => {
   event.preventDefault();
   runForm("Could not create the pipeline", async () => {
-    const body = { name: field("name").value, query: field("query").value };
+    const body = { name: field("name").value, query: editor.text() };
     const parallelism = field("parallelism").value.trim();
     if (parallelism !== "") body.parallelism = Number(parallelism);
     const created = await api("POST", "/pipelines", body);
@@ -362,7 +390,7 @@ form.addEventListener("submit", (event) => {
 });
 
 $("preview").addEventListener("click", () => runForm("Could not start a preview", async () => {
-  const created = await api("POST", "/pipelines/preview", { query: field("query").value });
+  const created = await api("POST", "/pipelines/preview", { query: editor.text() });
   location.hash = `#/pipelines/${encodeURIComponent(created.id)}`;
 }));
 
