@@ -74,8 +74,8 @@ class ControllerConfig(ServiceAddress):
     metrics_window: int = 120
     # Each operator's metrics over time (the API's operator_metric_groups): how long they are
     # kept, in buckets of how many seconds (arroyo.controller.history).
-    metrics_retention_s: float = 3600.0
-    metrics_bucket_s: float = 5.0
+    metrics_retention_s: float = Field(default=3600.0, gt=0)
+    metrics_bucket_s: float = Field(default=5.0, gt=0)
 
 
 class CompilerConfig(ServiceAddress):

@@ -101,7 +101,7 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):  # type
         return self.c.job_status(request.job_id)
 
     async def GetJobMetrics(self, request: pb.GetJobMetricsRequest, context: Any) -> Any:
-        return self.c.job_metrics(request.job_id)
+        return self.c.job_metrics(request.job_id, request.operators)
 
     async def JobsChanged(self, request: pb.JobsChangedRequest, context: Any) -> Any:
         self.c.jobs_changed()

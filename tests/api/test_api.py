@@ -723,7 +723,7 @@ async def test_operator_metric_groups_are_each_operators_history_in_arroyos_shap
             job,
             start + 2,
             node("impulse", "a", messages_sent=20, interval_seconds=2.0, backpressure=0.5),
-            node("sink:out/stateStoreSave0", "a", state_rows=7, state_bytes=900),
+            node("sink:out/stateStoreSave0", "a", stateful=True, state_rows=7, state_bytes=900),
         )
         env.controller.report_nodes(
             job, start + bucket, node("impulse", "a", messages_sent=5, interval_seconds=1.0)
@@ -735,9 +735,10 @@ async def test_operator_metric_groups_are_each_operators_history_in_arroyos_shap
         assert set(groups) == {"impulse", "sink:out", "sink:out/stateStoreSave0"}
         [sent] = groups["impulse"]["messages_sent"]
         assert sent["index"] == 0
-        # Per second over the time each query's batches cover, summed over the queries.
+        # Per second over the time each query's batches cover: the highest of the queries
+        # (each reads all of the source).
         assert sent["metrics"] == [
-            {"time": start, "value": 30 / 4 + 30 / 1},
+            {"time": start, "value": 30 / 1},
             {"time": start + bucket, "value": 5.0},
         ]
         [pressure] = groups["impulse"]["backpressure"]

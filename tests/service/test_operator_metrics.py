@@ -26,6 +26,7 @@ def _report(query: str, *operators: OperatorReport) -> BatchReport:
         state_bytes=0,
         dropped_bad_records=0,
         operators=list(operators),
+        interval_seconds=0.25,
     )
 
 
@@ -44,13 +45,19 @@ def test_each_batch_counts_under_arroyos_names_and_reaches_the_controller() -> N
     source = OperatorReport("impulse", "source", messages_sent=10, deserialization_errors=2)
     sink = OperatorReport("sink:out", "kafka", messages_recv=4, backpressure=0.5)
     state = OperatorReport(
-        "sink:out/stateStoreSave0", "aggregate", state_rows=3, state_bytes=800, late_rows_dropped=1
+        "sink:out/stateStoreSave0",
+        "aggregate",
+        stateful=True,
+        state_rows=3,
+        state_bytes=800,
+        late_rows_dropped=1,
     )
     [first, *_] = metrics.nodes(_report("out_0", source, sink, state))
-    # The first batch of a query covers its own duration.
     assert (first.operator_id, first.messages_sent, first.interval_seconds) == ("impulse", 10, 0.25)
     nodes = metrics.nodes(_report("out_0", source, sink))
-    assert all(n.query == "out_0" and n.interval_seconds > 0 for n in nodes)
+    assert all(n.query == "out_0" for n in nodes)
+    # Another query reading the source reads all of it too: the total is not their sum.
+    metrics.nodes(_report("other_1", OperatorReport("impulse", "source", messages_sent=15)))
 
     assert _sample("arroyo_worker_messages_sent", "job_prom", "impulse") == 20
     assert _sample("arroyo_worker_deserialization_errors", "job_prom", "impulse") == 4

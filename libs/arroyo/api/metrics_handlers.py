@@ -27,18 +27,20 @@ class MetricsHandlers:
     async def get_job_metrics(self, call: Call[None]) -> m.JobMetrics:
         """Recent metric samples of the running job, from the controller (503 when the
         controller cannot be reached); empty when the job is not running."""
-        job, response = await self._metrics(call)
+        job, response = await self._metrics(call, operators=False)
         return m.JobMetrics(job_id=job.id, samples=[_sample(s) for s in response.samples])
 
     async def get_operator_metric_groups(self, call: Call[None]) -> m.OperatorMetricGroupList:
         """Each operator's metrics over the controller's retention (an hour by default), in
         buckets (five seconds by default), oldest first; empty when the job is not running."""
-        _, response = await self._metrics(call)
+        _, response = await self._metrics(call, operators=True)
         return m.OperatorMetricGroupList(data=[_groups(o) for o in response.operators])
 
-    async def _metrics(self, call: Call[None]) -> tuple[Job, controller_pb2.GetJobMetricsResponse]:
+    async def _metrics(
+        self, call: Call[None], operators: bool
+    ) -> tuple[Job, controller_pb2.GetJobMetricsResponse]:
         job = await self._job(call)
-        request = controller_pb2.GetJobMetricsRequest(job_id=job.id)
+        request = controller_pb2.GetJobMetricsRequest(job_id=job.id, operators=operators)
         try:
             response = await self._controller.get_job_metrics(
                 request, timeout_s=CONTROLLER_TIMEOUT_S

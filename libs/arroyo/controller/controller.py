@@ -237,12 +237,12 @@ class Controller:
             self.histories[request.job.job_id] = history
         history.record(request.time_micros, request.nodes)
 
-    def job_metrics(self, job_id: str) -> pb.GetJobMetricsResponse:
+    def job_metrics(self, job_id: str, operators: bool = False) -> pb.GetJobMetricsResponse:
+        """The job's recent samples; with ``operators``, each operator's history instead."""
+        if not operators:
+            return pb.GetJobMetricsResponse(samples=list(self.metrics.get(job_id, ())))
         history = self.histories.get(job_id)
-        return pb.GetJobMetricsResponse(
-            samples=list(self.metrics.get(job_id, ())),
-            operators=history.series() if history is not None else [],
-        )
+        return pb.GetJobMetricsResponse(operators=history.series() if history else [])
 
     def job_status(self, job_id: str) -> pb.GetJobStatusResponse:
         driver = self.drivers.get(JobId(job_id))

@@ -3,9 +3,11 @@
 Workers report every micro-batch of every query (``NodeMetrics``: counts over the time since
 the query's previous batch). The history sums them into buckets of ``bucket_s`` seconds and
 keeps ``retention_s`` of them, so its size does not depend on how often batches commit. A
-bucket's rates are per second over the time its batches cover, summed over the queries that
-report an operator (two queries reading one source each read all of it); its gauges are the
-last reported (state) or the highest (backpressure); its other counts are summed.
+bucket's rates are per second over the time each query's batches cover, the highest of the
+queries that report an operator (each query reading a source reads all of it; a sink has one
+writer); its gauges are the last reported (state) or the highest (backpressure); its other
+counts are the highest of any one query's too. Buckets older than the retention before the
+newest report are dropped.
 """
 
 from __future__ import annotations
@@ -28,35 +30,34 @@ SERIES = (*RATES, "backpressure", *GAUGES, *COUNTS)
 @dataclass
 class _Bucket:
     start_micros: int
-    # Per query: rows received, rows sent, the seconds they cover.
-    rates: dict[str, list[float]] = field(default_factory=dict)
+    # Per query: rows received, rows sent, the seconds they cover, then COUNTS.
+    queries: dict[str, list[float]] = field(default_factory=dict)
     backpressure: float = 0.0
-    gauges: dict[str, float] = field(default_factory=dict)
-    counts: dict[str, float] = field(default_factory=lambda: dict.fromkeys(COUNTS, 0.0))
+    gauges: tuple[float, float] | None = None
 
     def add(self, n: pb.NodeMetrics) -> None:
-        recv, sent, seconds = self.rates.setdefault(n.query, [0.0, 0.0, 0.0])
-        self.rates[n.query] = [
-            recv + n.messages_recv,
-            sent + n.messages_sent,
-            seconds + n.interval_seconds,
-        ]
+        sums = self.queries.setdefault(n.query, [0.0] * (3 + len(COUNTS)))
+        sums[0] += n.messages_recv
+        sums[1] += n.messages_sent
+        sums[2] += n.interval_seconds
+        for i, name in enumerate(COUNTS):
+            sums[3 + i] += getattr(n, name)
         self.backpressure = max(self.backpressure, n.backpressure)
-        if n.state_rows or n.state_bytes:
-            self.gauges = {"state_rows": n.state_rows, "state_bytes": n.state_bytes}
-        for name in COUNTS:
-            self.counts[name] += getattr(n, name)
+        if n.stateful:
+            self.gauges = (n.state_rows, n.state_bytes)
 
     def values(self) -> dict[str, float]:
-        recv = sum(r / s for r, _, s in self.rates.values() if s > 0)
-        sent = sum(r / s for _, r, s in self.rates.values() if s > 0)
-        return {
-            "messages_recv": recv,
-            "messages_sent": sent,
+        sums = list(self.queries.values())
+        out = {
+            "messages_recv": max((s[0] / s[2] for s in sums if s[2] > 0), default=0.0),
+            "messages_sent": max((s[1] / s[2] for s in sums if s[2] > 0), default=0.0),
             "backpressure": self.backpressure,
-            **self.gauges,
-            **self.counts,
         }
+        if self.gauges is not None:
+            out["state_rows"], out["state_bytes"] = self.gauges
+        for i, name in enumerate(COUNTS):
+            out[name] = max((s[3 + i] for s in sums), default=0.0)
+        return out
 
 
 @dataclass
@@ -70,20 +71,26 @@ class MetricsHistory:
 
     def __init__(self, retention_s: float, bucket_s: float) -> None:
         self.bucket_micros = max(1, int(bucket_s * 1_000_000))
-        self.keep = max(1, int(retention_s / bucket_s))
+        self.retention_micros = int(retention_s * 1_000_000)
         self._operators: dict[str, _Operator] = {}
+        self._newest = 0
 
     def record(self, time_micros: int, nodes: Iterable[pb.NodeMetrics]) -> None:
         start = time_micros - time_micros % self.bucket_micros
         for n in nodes:
             op = self._operators.get(n.operator_id)
             if op is None:
-                op = _Operator(n.label, collections.deque(maxlen=self.keep))
+                op = _Operator(n.label, collections.deque())
                 self._operators[n.operator_id] = op
             if not op.buckets or op.buckets[-1].start_micros < start:
                 op.buckets.append(_Bucket(start))
             # A report older than the newest bucket (a retried call) joins the newest.
             op.buckets[-1].add(n)
+        self._newest = max(self._newest, time_micros)
+        oldest = self._newest - self.retention_micros
+        for op in self._operators.values():
+            while op.buckets and op.buckets[0].start_micros + self.bucket_micros <= oldest:
+                op.buckets.popleft()
 
     def series(self) -> list[pb.OperatorSeries]:
         out = []

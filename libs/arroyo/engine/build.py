@@ -99,8 +99,14 @@ def build_source(
     df = df.withColumn(EVENT_TIME, F.when(F.col("_eoi"), _end_of_time()).otherwise(event))
     df = df.withWatermark(EVENT_TIME, f"{table.watermark_delay_ms} milliseconds")
     # Observed right above the watermark operator, which gives it the rows it made: neither
-    # runs as generated code, so an observer anywhere else costs a copy of every row.
-    df = df.observe(f"{EOI_METRIC}{table.name}", F.max(F.col("_eoi").cast("INT")).alias("eoi"))
+    # runs as generated code, so an observer anywhere else costs a copy of every row. Besides
+    # whether the end was read, the table's rows without the end-of-input marker
+    # (arroyo.engine.operators: what the source sent).
+    df = df.observe(
+        f"{EOI_METRIC}{table.name}",
+        F.max(F.col("_eoi").cast("INT")).alias("eoi"),
+        F.count(F.when(~F.col("_eoi"), 1)).alias("rows"),
+    )
     real = F.col(EVENT_TIME) < _end_of_time()
     # Each column is read through its row's event time. Spark pushes filters that do not mention
     # the event time below the watermark operator (a join's inferred ``IS NOT NULL`` on its keys,

@@ -82,12 +82,6 @@ def offset_json(offset: str | None) -> str | None:
         return offset
 
 
-def end_markers(start: str | None, end: str | None) -> int:
-    """The end-of-input marker rows between two offsets of a bounded source: rows Spark counts
-    as input that are no record of the table."""
-    return max(0, _eoi_count(end) - _eoi_count(start))
-
-
 def _eoi_count(offset: str | None) -> int:
     try:
         parsed = json.loads(offset_json(offset) or "{}")

@@ -27,7 +27,6 @@ from arroyo.connectors import AnyConnector, WriteContext, connector
 from arroyo.connectors.base import ConnectorError, ConnectorOptions, table_of, table_state_dir
 from arroyo.connectors.runtime.remote_state import RemoteState, attach, detach
 from arroyo.connectors.runtime.sinks import error_summary, wait_for_batches
-from arroyo.connectors.stage import STAGE_CONNECTOR
 from arroyo.engine import operators
 from arroyo.engine.build import (
     BuildSettings,
@@ -106,8 +105,10 @@ class BatchReport:
     state_bytes: int
     dropped_bad_records: int
     dropped_overflow_messages: int = 0
-    # The dataflow graph's nodes over this batch (arroyo.engine.operators).
+    # The dataflow graph's nodes over this batch (arroyo.engine.operators), and the seconds
+    # since the query's previous batch began (what the batch's counts cover).
     operators: list[operators.OperatorReport] = field(default_factory=list)
+    interval_seconds: float = 0.0
 
 
 @dataclass
@@ -118,6 +119,8 @@ class _Watched:
     context: WriteContext
     # The sink table's options, as its connector's model.
     sink_options: ConnectorOptions
+    # The query's nodes of the dataflow graph, over its batches.
+    nodes: operators.QueryOperators
     ended_sources: set[str] = field(default_factory=set)
     # A stateless query over files runs without its event-time operators: its sources' offsets
     # say when they have ended (arroyo.engine.plans.without_event_time).
@@ -128,9 +131,6 @@ class _Watched:
     batches: int = 0
     # Whether the sink was told it has its last rows (Connector.sink_finished).
     told_finished: bool = False
-    # Spark's description of each stream the query reads, to its source table; read from the
-    # query's plan at its first batch (arroyo.engine.operators.source_tables).
-    tables: dict[str, str] | None = None
 
     @property
     def done(self) -> bool:
@@ -299,8 +299,9 @@ class PipelineRunner:
             else:
                 query = self._start_real_time(writer, df, spec)
         log.info("query_started", sink=sink.name, query_id=str(query.id))
+        nodes = operators.QueryOperators(query, self.program, sink, self._state_rows_counted)
         return _Watched(
-            spec, query, sources, context, options, ends_by_offsets=stripped is not None
+            spec, query, sources, context, options, nodes, ends_by_offsets=stripped is not None
         )
 
     def _start_real_time(
@@ -434,22 +435,6 @@ class PipelineRunner:
         if changed and self.on_progress:
             self.on_progress(self.progress)
 
-    def _operators(
-        self, w: _Watched, p: Any, dropped: dict[str, int]
-    ) -> list[operators.OperatorReport]:
-        if w.tables is None:
-            names = {s.name for s in self.program.sources}
-            try:
-                w.tables = operators.source_tables(w.query, names)
-            except Exception as err:  # metrics only: the query runs on without them
-                log.warning("source_tables_unread", sink=w.spec.sink.name, error=str(err))
-                w.tables = {}
-        sink = w.spec.sink
-        is_stage = sink.connector == STAGE_CONNECTOR
-        node = operators.sink_node(sink.name, is_stage)
-        label = "stage" if is_stage else sink.connector
-        return operators.reports(p, w.tables, node, label, dropped)
-
     def _record(self, w: _Watched, p: Any) -> None:
         if p.stateOperators:
             w.stateful = True
@@ -496,7 +481,8 @@ class PipelineRunner:
         if watermark and not is_end_of_time(watermark):
             self.progress.watermark = watermark
         report = _report(w, p, watermark, (dropped, overflowed), self._state_rows_counted)
-        report.operators.extend(self._operators(w, p, dropped_now))
+        nodes, interval = w.nodes.batch(p, dropped_now, report.duration_ms)
+        report = replace(report, operators=nodes, interval_seconds=interval)
         for conn, table, options in self._sources:
             conn.source_committed(
                 table_state_dir(self.settings.state_dir, table.name), table, options, report.offsets

@@ -4,7 +4,6 @@ the worker's Prometheus endpoint under Arroyo's metric names."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -46,20 +45,26 @@ LATE_ROWS_DROPPED = Gauge(
 )
 
 
+# The totals, by operator: each query reading a source reads all of it, so an operator's total
+# is the largest any one query counted (as the job's dropped records are), not their sum.
+_TOTALS = (
+    ("messages_recv", MESSAGES_RECV),
+    ("messages_sent", MESSAGES_SENT),
+    ("deserialization_errors", DESERIALIZATION_ERRORS),
+    ("late_rows_dropped", LATE_ROWS_DROPPED),
+)
+
+
 class OperatorMetrics:
-    """Turns a job's batch reports into the controller's messages and Prometheus' counters."""
+    """Turns a job's batch reports into the controller's messages and Prometheus' figures."""
 
     def __init__(self, job_id: str) -> None:
         self.job_id = job_id
-        # When each query's previous batch was reported: what a batch's counts cover.
-        self._last: dict[str, float] = {}
+        # (operator, total's name) -> query -> its count so far.
+        self._totals: dict[tuple[str, str], dict[str, int]] = {}
 
     def nodes(self, report: BatchReport) -> list[pb.NodeMetrics]:
-        now = time.monotonic()
-        last = self._last.get(report.query)
-        self._last[report.query] = now
-        interval = now - last if last is not None else max(report.duration_ms / 1000, 0.001)
-        self._count(report.operators)
+        self._count(report.query, report.operators)
         return [
             pb.NodeMetrics(
                 operator_id=o.operator_id,
@@ -67,8 +72,9 @@ class OperatorMetrics:
                 query=report.query,
                 messages_recv=o.messages_recv,
                 messages_sent=o.messages_sent,
-                interval_seconds=interval,
+                interval_seconds=report.interval_seconds,
                 backpressure=o.backpressure,
+                stateful=o.stateful,
                 state_rows=o.state_rows,
                 state_bytes=o.state_bytes,
                 state_rows_updated=o.state_rows_updated,
@@ -78,14 +84,14 @@ class OperatorMetrics:
             for o in report.operators
         ]
 
-    def _count(self, operators: Iterable[OperatorReport]) -> None:
+    def _count(self, query: str, operators: Iterable[OperatorReport]) -> None:
         for o in operators:
             labels = (self.job_id, o.operator_id, o.label, "0")
-            MESSAGES_RECV.labels(*labels).inc(o.messages_recv)
-            MESSAGES_SENT.labels(*labels).inc(o.messages_sent)
-            DESERIALIZATION_ERRORS.labels(*labels).inc(o.deserialization_errors)
-            LATE_ROWS_DROPPED.labels(*labels).inc(o.late_rows_dropped)
+            for name, gauge in _TOTALS:
+                by_query = self._totals.setdefault((o.operator_id, name), {})
+                by_query[query] = by_query.get(query, 0) + getattr(o, name)
+                gauge.labels(*labels).set(max(by_query.values()))
             BACKPRESSURE.labels(*labels).set(o.backpressure)
-            if o.state_rows or o.state_bytes:
+            if o.stateful:
                 STATE_ROWS.labels(*labels).set(o.state_rows)
                 STATE_BYTES.labels(*labels).set(o.state_bytes)
