@@ -71,6 +71,27 @@ def write_sql(page: Page, text: str) -> None:
     expect(editor).to_have_text(text.replace("\n", ""))
 
 
+def operator_nodes() -> list[controller_pb2.NodeMetrics]:
+    """One batch of the job's operators, as its worker would report them."""
+    common = {"query": "out_0", "interval_seconds": 2.0, "backpressure": 0.6}
+    return [
+        controller_pb2.NodeMetrics(
+            operator_id="impulse", label="impulse", messages_sent=50, **common
+        ),
+        controller_pb2.NodeMetrics(
+            operator_id="sink:out/stateStoreSave0",
+            label="aggregate",
+            stateful=True,
+            state_rows=-1,
+            state_bytes=2048,
+            **common,
+        ),
+        controller_pb2.NodeMetrics(
+            operator_id="sink:out", label="blackhole", messages_recv=40, **common
+        ),
+    ]
+
+
 def metrics_sample() -> controller_pb2.MetricsSample:
     """One metrics sample of a running job, as its worker would report it."""
     operator = controller_pb2.OperatorMetrics(
@@ -266,6 +287,26 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
         expect(page.locator("#metrics tr", has_text="windows")).not_to_contain_text("-1")
         expect(page.get_by_text("No checkpoints yet.")).to_be_visible()
         expect(page.get_by_text("No errors.")).to_be_visible()
+
+        # Each operator's figures on the graph, as the worker reports them: the source's and
+        # the sink's rows per second, and a stateful operator drawn before the sink; a node's
+        # metrics on a click.
+        api.call(lambda: api.controller.report_nodes(job_id, 10_000_000, *operator_nodes()))
+        graph = page.locator("#d-graph svg")
+        expect(graph.locator('[data-id="impulse"] .rate')).to_have_text("out 25/s")
+        expect(graph.locator('[data-id="sink:out"] .rate')).to_have_text("in 20/s")
+        stateful = graph.locator('[data-id="sink:out/stateStoreSave0"]')
+        expect(stateful.locator(".kind")).to_have_text("operator · aggregate")
+        expect(stateful.locator(".rate")).to_have_text("state 2 KiB")
+        expect(graph.locator(".edge")).to_have_count(2)
+        expect(graph.locator('[data-id="sink:out"]')).to_have_class(re.compile("pressure-mid"))
+        stateful.click()
+        node = page.locator("#d-node")
+        expect(node.locator("h3")).to_contain_text("sink:out/stateStoreSave0")
+        expect(node.locator('tr[data-metric="state_bytes"]')).to_contain_text("2,048")
+        page.screenshot(path=str(screenshots() / "pipeline-graph.png"))
+        node.get_by_role("button", name="close").click()
+        expect(node).to_be_hidden()
 
         checkpoint = Checkpoint(
             job_id=job_id,

@@ -4,6 +4,7 @@
 // Every failed API call is shown in the nearest role="alert" element, never dropped.
 
 import { sqlEditor } from "./editor.js";
+import { latestMetrics, renderGraph } from "./graph.js";
 import { EXAMPLES } from "./examples.js";
 
 const API = "/api/v1";
@@ -182,75 +183,6 @@ function poller(fn) {
 
 // ---- the dataflow graph: sources on the left, sinks on the right
 
-function renderGraph(container, graph) {
-  if (!graph || graph.nodes.length === 0) {
-    hide(container);
-    return;
-  }
-  const W = 170, H = 36, GAP_X = 56, GAP_Y = 14, PAD = 8;
-  const preds = new Map(graph.nodes.map((n) => [n.id, []]));
-  for (const e of graph.edges) {
-    if (preds.has(e.source) && preds.has(e.target)) preds.get(e.target).push(e.source);
-  }
-  const depth = new Map();
-  const depthOf = (id, seen) => {
-    if (depth.has(id)) return depth.get(id);
-    if (seen.has(id)) return 0; // a cycle: not expected, but no reason to hang
-    seen.add(id);
-    const d = 1 + Math.max(-1, ...preds.get(id).map((p) => depthOf(p, seen)));
-    depth.set(id, d);
-    return d;
-  };
-  graph.nodes.forEach((n) => depthOf(n.id, new Set()));
-  const last = Math.max(...depth.values());
-  graph.nodes.forEach((n) => n.kind === "sink" && depth.set(n.id, last));
-
-  const rows = new Map();
-  const at = new Map();
-  for (const n of graph.nodes) {
-    const d = depth.get(n.id);
-    const row = rows.get(d) || 0;
-    rows.set(d, row + 1);
-    at.set(n.id, { x: PAD + d * (W + GAP_X), y: PAD + row * (H + GAP_Y) });
-  }
-  const width = 2 * PAD + (last + 1) * W + last * GAP_X;
-  const height = 2 * PAD + Math.max(...rows.values()) * (H + GAP_Y) - GAP_Y;
-  const marker = `arrow-${container.id}`;
-  const edges = graph.edges.filter((e) => at.has(e.source) && at.has(e.target)).map((e) => {
-    const a = at.get(e.source), b = at.get(e.target);
-    const [x1, y1, x2, y2] = [a.x + W, a.y + H / 2, b.x - 2, b.y + H / 2];
-    const mid = (x1 + x2) / 2;
-    return s("path", {
-      class: "edge",
-      d: `M${x1},${y1} C${mid},${y1} ${mid},${y2} ${x2},${y2}`,
-      "marker-end": `url(#${marker})`,
-    });
-  });
-  const nodes = graph.nodes.map((n) => {
-    const { x, y } = at.get(n.id);
-    // The id is the table's (or view's) name, a sink's with a "sink:" prefix; the label is
-    // the connector.
-    const kind = n.label && n.label !== n.kind ? `${n.kind} · ${n.label}` : n.kind;
-    const id = n.id.startsWith(`${n.kind}:`) ? n.id.slice(n.kind.length + 1) : n.id;
-    const name = id.length > 22 ? `${id.slice(0, 21)}…` : id;
-    return s("g", { class: `node ${n.kind}` },
-      s("title", {}, `${kind}: ${id}`),
-      s("rect", { x, y, width: W, height: H, rx: 7 }),
-      s("text", { x: x + 10, y: y + 14, class: "kind" }, kind),
-      s("text", { x: x + 10, y: y + 29, class: "label" }, name));
-  });
-  const svg = s("svg", {
-    viewBox: `0 0 ${width} ${height}`, width, height, role: "img",
-    "aria-label": `dataflow: ${graph.nodes.map((n) => `${n.kind} ${n.id}`).join(", ")}`,
-  },
-  s("defs", {}, s("marker", {
-    id: marker, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7,
-    orient: "auto-start-reverse",
-  }, s("path", { d: "M0,0 L10,5 L0,10 z" }))),
-  edges, nodes);
-  showText(container, svg);
-}
-
 // ---- #/ : the list and the form
 
 let refreshList = () => {};
@@ -416,7 +348,7 @@ function renderPipeline(p) {
   $("d-created").textContent = fmtTime(p.created_at);
   if ($("d-query").textContent !== p.query) {
     $("d-query").textContent = p.query;
-    renderGraph($("d-graph"), p.graph);
+    drawGraph();
   }
   if (p.failure_message) showText($("d-failure"), h("strong", {}, "Failure: "), p.failure_message);
   else hide($("d-failure"));
@@ -426,6 +358,61 @@ function renderPipeline(p) {
   for (const button of document.querySelectorAll("#detail-view [data-action]")) {
     button.disabled = detail.busy || allowed[button.dataset.action] === false;
   }
+}
+
+/** The pipeline's graph, with each operator's latest metrics once the job reports them. */
+function drawGraph() {
+  if (!detail || !detail.pipeline) return;
+  renderGraph($("d-graph"), detail.pipeline.graph, {
+    metrics: detail.operators,
+    selected: detail.selected,
+    onSelect: (node) => {
+      detail.selected = node.id;
+      drawGraph();
+    },
+  });
+  renderNode();
+}
+
+const METRIC_NAMES = {
+  messages_recv: "rows in / s",
+  messages_sent: "rows out / s",
+  backpressure: "backpressure",
+  state_rows: "state rows",
+  state_bytes: "state bytes",
+  state_rows_updated: "state rows updated",
+  late_rows_dropped: "late rows dropped",
+  deserialization_errors: "bad records dropped",
+};
+
+/** The selected node: its metrics over the controller's window, newest and highest. */
+function renderNode() {
+  const panel = $("d-node");
+  const id = detail && detail.selected;
+  if (!id) {
+    hide(panel);
+    return;
+  }
+  const group = (detail.groups || []).find((o) => o.operatorId === id);
+  const rows = group ? group.metricGroups.map((g) => {
+    const points = g.subtasks.flatMap((t) => t.metrics);
+    const values = points.map((p) => p.value);
+    return h("tr", { "data-metric": g.name },
+      h("th", {}, METRIC_NAMES[g.name] || g.name),
+      h("td", { class: "num" }, values.length ? fmtNumber(values[values.length - 1]) : "—"),
+      h("td", { class: "num" }, values.length ? fmtNumber(Math.max(...values)) : "—"),
+      h("td", { class: "num" }, String(points.length)));
+  }) : [];
+  showText(panel,
+    h("h3", {}, id, " ", h("button", {
+      type: "button", class: "link", onclick: () => { detail.selected = null; drawGraph(); },
+    }, "close")),
+    rows.length
+      ? h("table", { class: "table" },
+        h("thead", {}, h("tr", {}, h("th", {}, "metric"), h("th", {}, "now"),
+          h("th", {}, "highest"), h("th", {}, "points"))),
+        h("tbody", {}, ...rows))
+      : h("p", { class: "muted" }, "No metrics yet: the job reports them as it runs."));
 }
 
 function renderJob(job) {
@@ -554,7 +541,7 @@ async function explainOutputFailure(path, alert) {
 /** Empties the detail view, so nothing of the last pipeline shown lingers. */
 function resetDetail() {
   const root = $("detail-view");
-  for (const el of root.querySelectorAll("[role=alert], [role=status], #d-graph, #d-failure")) {
+  for (const el of root.querySelectorAll("[role=alert], [role=status], #d-graph, #d-node, #d-failure")) {
     hide(el);
   }
   for (const el of root.querySelectorAll("dd, h1, pre, tbody, #output-head, #errors")) {
@@ -571,7 +558,11 @@ function detailView(id) {
   $("detail-view").hidden = false;
   const base = `/pipelines/${encodeURIComponent(id)}`;
   // version: bumped by every action, so a refresh that started before one is not shown.
-  const current = { id, pipeline: null, busy: false, poll: null, output: null, version: 0 };
+  const current = {
+    id, pipeline: null, busy: false, poll: null, output: null, version: 0,
+    // operator_metric_groups: as served, the newest of each, and the node shown.
+    groups: null, operators: null, selected: null,
+  };
   detail = current;
   const section = async (alertId, what, path, render, stopped) => {
     try {
@@ -601,6 +592,12 @@ function detailView(id) {
     await Promise.all([
       section("metrics-alert", "Could not load the metrics", `${job}/metrics`, renderMetrics,
         stopped),
+      section("metrics-alert", "Could not load the operators' metrics",
+        `${job}/operator_metric_groups`, (groups) => {
+          current.groups = groups.data;
+          current.operators = latestMetrics(groups.data);
+          drawGraph();
+        }, stopped),
       section("checkpoints-alert", "Could not load the checkpoints", `${job}/checkpoints?limit=50`,
         renderCheckpoints, stopped),
       section("errors-alert", "Could not load the errors", `${job}/errors?limit=50`, renderErrors,
