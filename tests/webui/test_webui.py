@@ -304,7 +304,13 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
         node = page.locator("#d-node")
         expect(node.locator("h3")).to_contain_text("sink:out/stateStoreSave0")
         expect(node.locator('tr[data-metric="state_bytes"]')).to_contain_text("2,048")
-        page.screenshot(path=str(screenshots() / "pipeline-graph.png"))
+        # Its metrics over time, a chart each: a second report is a second point.
+        api.call(lambda: api.controller.report_nodes(job_id, 20_000_000, *operator_nodes()))
+        chart = node.locator('.chart[data-metric="state_bytes"]')
+        expect(chart.locator("figcaption")).to_have_text("state bytes")
+        expect(chart.locator("canvas")).to_have_count(1)
+        expect(node.locator('tr[data-metric="state_bytes"] td').nth(2)).to_have_text("2")
+        page.screenshot(path=str(screenshots() / "pipeline-graph.png"), full_page=True)
         node.get_by_role("button", name="close").click()
         expect(node).to_be_hidden()
 
@@ -433,7 +439,7 @@ def test_the_editor_underlines_a_typo_completes_names_and_runs_on_a_shortcut(
         underline.hover()
         expect(page.locator(".cm-tooltip-lint")).to_contain_text("countr")
 
-        page.screenshot(path=str(screenshots() / "editor-typo.png"))
+        page.screenshot(path=str(screenshots() / "editor-typo.png"), full_page=True)
 
         # Fixed, the underline goes.
         write_sql(page, QUERY)
@@ -457,7 +463,7 @@ def test_the_editor_underlines_a_typo_completes_names_and_runs_on_a_shortcut(
         editor.click()
         page.keyboard.press("ControlOrMeta+Enter")
         expect(page.locator("#d-name")).to_have_text(re.compile(r"^preview-pl_"))
-        page.screenshot(path=str(screenshots() / "editor-preview.png"))
+        page.screenshot(path=str(screenshots() / "editor-preview.png"), full_page=True)
     assert problems == []
 
 

@@ -3,6 +3,7 @@
 // Routes (in the URL's hash): #/ lists the pipelines and creates one; #/pipelines/<id> shows one.
 // Every failed API call is shown in the nearest role="alert" element, never dropped.
 
+import { renderCharts } from "./charts.js";
 import { sqlEditor } from "./editor.js";
 import { latestMetrics, renderGraph } from "./graph.js";
 import { EXAMPLES } from "./examples.js";
@@ -390,9 +391,11 @@ function renderNode() {
   const panel = $("d-node");
   const id = detail && detail.selected;
   if (!id) {
-    hide(panel);
+    renderCharts($("d-charts"), null, METRIC_NAMES);
+    panel.hidden = true;
     return;
   }
+  panel.hidden = false;
   const group = (detail.groups || []).find((o) => o.operatorId === id);
   const rows = group ? group.metricGroups.map((g) => {
     const points = g.subtasks.flatMap((t) => t.metrics);
@@ -403,7 +406,8 @@ function renderNode() {
       h("td", { class: "num" }, values.length ? fmtNumber(Math.max(...values)) : "—"),
       h("td", { class: "num" }, String(points.length)));
   }) : [];
-  showText(panel,
+  renderCharts($("d-charts"), group, METRIC_NAMES);
+  showText($("d-node-info"),
     h("h3", {}, id, " ", h("button", {
       type: "button", class: "link", onclick: () => { detail.selected = null; drawGraph(); },
     }, "close")),
@@ -541,7 +545,9 @@ async function explainOutputFailure(path, alert) {
 /** Empties the detail view, so nothing of the last pipeline shown lingers. */
 function resetDetail() {
   const root = $("detail-view");
-  for (const el of root.querySelectorAll("[role=alert], [role=status], #d-graph, #d-node, #d-failure")) {
+  renderCharts($("d-charts"), null, {});
+  $("d-node").hidden = true;
+  for (const el of root.querySelectorAll("[role=alert], [role=status], #d-graph, #d-failure")) {
     hide(el);
   }
   for (const el of root.querySelectorAll("dd, h1, pre, tbody, #output-head, #errors")) {
