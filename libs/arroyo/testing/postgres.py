@@ -184,6 +184,13 @@ def _run(run_as: _RunAs, args: list[str], cwd: Path) -> None:
     env = dict(os.environ, LC_ALL="C")
     if run_as.home is not None:
         env["HOME"] = run_as.home
+    if run_as.uid is not None:
+        # Drops root's uid, gid and supplementary groups, by util-linux's setpriv rather than
+        # subprocess's user= and group=: with those, Python forks rather than vforks, and the
+        # fork handlers of a library with threads (gRPC's, in a test process that uses it) run
+        # in the child, which then crashed before its exec (SIGSEGV, seen once in CI).
+        gid = run_as.gid if run_as.gid is not None else run_as.uid
+        args = ["setpriv", f"--reuid={run_as.uid}", f"--regid={gid}", "--clear-groups", *args]
     result = subprocess.run(
         args,
         cwd=cwd,
@@ -192,10 +199,6 @@ def _run(run_as: _RunAs, args: list[str], cwd: Path) -> None:
         text=True,
         timeout=START_TIMEOUT_S + 30,
         check=False,
-        # Drops root's uid, gid and supplementary groups in the child before exec.
-        user=run_as.uid,
-        group=run_as.gid,
-        extra_groups=[] if run_as.uid is not None else None,
     )
     if result.returncode != 0:
         raise PostgresUnavailableError(
