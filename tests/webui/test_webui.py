@@ -60,11 +60,11 @@ def screenshots() -> Path:
     return path
 
 
-def write_sql(page: Page, text: str) -> None:
-    """Replace the SQL editor's text as a user would: select all of it, then type (as one
-    input, which is what pasting is). Playwright's ``fill`` on the editor's content can add to
-    the text CodeMirror holds rather than replace it."""
-    editor = page.get_by_label("SQL", exact=True)
+def write_sql(page: Page, text: str, editor_label: str = "SQL") -> None:
+    """Replace an editor's text as a user would: select all of it, then type (as one input,
+    which is what pasting is). Playwright's ``fill`` on the editor's content can add to the
+    text CodeMirror holds rather than replace it."""
+    editor = page.get_by_label(editor_label, exact=True)
     editor.click()
     page.keyboard.press("ControlOrMeta+a")
     page.keyboard.insert_text(text)
@@ -235,6 +235,8 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
         expect(page.get_by_text("No pipelines yet")).to_be_visible()
         form = page.locator("#new-form")
         form_alert = page.locator("#form-alert")
+        # Every confirmation (stop now, restart, delete, new settings) is accepted.
+        page.on("dialog", lambda dialog: dialog.accept())
 
         # A query that does not compile: its diagnostic, with line and column.
         form.get_by_label("Name").fill("counter")
@@ -277,6 +279,19 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
         expect(page.locator("#d-stop")).to_have_text("none")
         expect(page.locator("#d-generation")).to_have_text("0")
         expect(page.locator("#d-query")).to_contain_text("INSERT INTO out SELECT counter")
+        # New settings: stored, shown, and the job restarts with them (the controller's part).
+        page.get_by_text("Settings").click()
+        settings = page.locator("#settings-form")
+        expect(settings.get_by_label("Parallelism")).to_have_value("1")
+        settings.get_by_label("Parallelism").fill("3")
+        settings.get_by_label("Checkpoint interval (s)").fill("2.5")
+        settings.get_by_role("button", name="Apply and restart").click()
+        expect(page.locator("#detail-status")).to_contain_text(
+            "Settings applied: parallelism 3, a checkpoint every 2.5 s."
+        )
+        expect(page.locator("#d-parallelism")).to_have_text("3")
+        stored = page.request.get(f"/api/v1/pipelines/{pipeline_id}").json()
+        assert (stored["parallelism"], stored["checkpoint_interval_micros"]) == (3, 2_500_000)
         # What the controller records shows up at the next refresh: the metrics of a running
         # job, then checkpoints and errors.
         job_id = JobId(page.locator("#d-job").inner_text())
@@ -358,14 +373,13 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
         assert (stored["stop"], stored["state"]) == ("checkpoint", "Created")
 
         # Delete is refused while the job is not stopped, and the UI says why.
-        page.once("dialog", lambda dialog: dialog.accept())
         page.get_by_role("button", name="Delete").click()
         detail_alert = page.get_by_role("alert").filter(has_text="Could not delete counter")
         expect(detail_alert).to_contain_text(f"pipeline {pipeline_id} is Created; stop it first")
         expect(detail_alert).to_contain_text("HTTP 409")
         assert page.request.get(f"/api/v1/pipelines/{pipeline_id}").ok
 
-        page.get_by_role("button", name="Restart").click()
+        page.get_by_role("button", name="Restart", exact=True).click()
         expect(page.locator("#detail-status")).to_have_text("Restart requested.")
         expect(detail_alert).to_be_hidden()
 
@@ -390,7 +404,6 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
         expect(page.get_by_role("button", name="Stop", exact=True)).to_be_disabled()
 
         # A failed pipeline can be deleted: back to the list, which no longer has it.
-        page.once("dialog", lambda dialog: dialog.accept())
         page.get_by_role("button", name="Delete").click()
         expect(
             page.get_by_role("status").filter(has_text="Deleted pipeline counter.")
@@ -484,3 +497,63 @@ def test_each_example_query_plans(name: str, spark: SparkSession, tmp_path: Path
 
     compiled = Compiler(spark).compile(_examples()[name], "", parallelism=1)
     assert [d.message for d in compiled.diagnostics] == []
+
+
+BAD_UDF = """from arroyo_udf import udf
+
+@udf
+def double_it(x: int) -> int:
+    return 2 * x +
+"""
+UDF = BAD_UDF.replace("2 * x +", "2 * x")
+
+
+@pytest.mark.spark
+def test_a_udf_is_validated_as_typed_saved_used_in_a_query_and_deleted(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    chromium_path()
+    expect.set_options(timeout=TIMEOUT_S * 1000)
+    with running_api(tmp_path, spark) as api, browser_page(api.url) as (page, problems):
+        page.on("dialog", lambda dialog: dialog.accept())
+        page.goto("/#/udfs")
+        expect(page.get_by_role("heading", name="UDFs")).to_be_visible()
+        expect(page.get_by_text("No saved UDFs yet")).to_be_visible()
+        live = page.locator("#udf-live")
+
+        # A syntax error, underlined on its line as it is typed.
+        write_sql(page, BAD_UDF, "UDF")
+        expect(live).to_have_text("1 problem(s): hover the underlined text.")
+        expect(page.locator("#udf-editor .cm-lintRange-error")).to_have_count(1)
+        expect(page.locator("#udf-editor .cm-gutter-lint .cm-lint-marker-error")).to_have_count(1)
+        page.screenshot(path=str(screenshots() / "udf-error.png"), full_page=True)
+
+        # Fixed, saved: listed, and every pipeline's queries may call it.
+        write_sql(page, UDF, "UDF")
+        expect(live).to_have_text("Valid: defines double_it.")
+        page.get_by_label("Description").fill("twice its argument")
+        page.get_by_role("button", name="Save").click()
+        expect(page.locator("#udf-status")).to_have_text(
+            "Saved double_it: every pipeline may call it now."
+        )
+        row = page.locator('#udfs tr[data-udf="double_it"]')
+        expect(row).to_contain_text("twice its argument")
+        page.get_by_role("link", name="Pipelines").click()
+        write_sql(page, QUERY.replace("SELECT counter", "SELECT double_it(counter) AS twice"))
+        expect(page.locator("#live-status")).to_have_text("Valid.")
+
+        # A name already saved is refused with the API's message.
+        page.get_by_role("link", name="UDFs").click()
+        write_sql(page, UDF, "UDF")
+        page.get_by_role("button", name="Save").click()
+        expect(page.locator("#udf-alert")).to_contain_text("double_it")
+        expect(page.locator("#udf-alert")).to_contain_text("HTTP 409")
+
+        # Deleted, it is gone from the list.
+        row.get_by_role("button", name="Delete").click()
+        expect(page.locator("#udf-status")).to_have_text("Deleted double_it.")
+        expect(row).to_have_count(0)
+    refused = (
+        "console: Failed to load resource: the server responded with a status of 409 (Conflict)"
+    )
+    assert [p for p in problems if p != refused] == []

@@ -13,3 +13,4 @@ export { closeBrackets, closeBracketsKeymap, autocompletion, completionKeymap } 
 export { linter, lintGutter, forceLinting, diagnosticCount } from "@codemirror/lint";
 export { searchKeymap } from "@codemirror/search";
 export { sql, StandardSQL, keywordCompletionSource, schemaCompletionSource } from "@codemirror/lang-sql";
+export { python } from "@codemirror/lang-python";

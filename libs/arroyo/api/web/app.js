@@ -1,188 +1,20 @@
 // Arroyo's web UI: ES modules over the REST API (/api/v1), no build step; its libraries are
 // bundled into vendor/ by scripts/vendor-web (committed).
-// Routes (in the URL's hash): #/ lists the pipelines and creates one; #/pipelines/<id> shows one.
+// Routes (in the URL's hash): #/ lists the pipelines and creates one; #/pipelines/<id> shows one;
+// #/udfs lists the saved UDFs and saves one (udfs.js).
 // Every failed API call is shown in the nearest role="alert" element, never dropped.
 
 import { renderCharts } from "./charts.js";
 import { sqlEditor } from "./editor.js";
 import { latestMetrics, renderGraph } from "./graph.js";
+import { udfsView } from "./udfs.js";
 import { EXAMPLES } from "./examples.js";
+import {
+  $, API, ApiError, POLL_MS, api, badge, fmtBytes, fmtDuration, fmtNumber, fmtTime, h, hide,
+  poller, renderIfChanged, showError, showText,
+} from "./util.js";
 
-const API = "/api/v1";
-const POLL_MS = 2000;
 const MAX_OUTPUT_ROWS = 500;
-
-const $ = (id) => document.getElementById(id);
-
-// ---- DOM helpers (text goes in as text: nothing the API returns is parsed as HTML)
-
-function h(tag, attrs, ...children) {
-  return build(document.createElement(tag), attrs, children);
-}
-
-function s(tag, attrs, ...children) {
-  return build(document.createElementNS("http://www.w3.org/2000/svg", tag), attrs, children);
-}
-
-function build(el, attrs, children) {
-  for (const [key, value] of Object.entries(attrs || {})) {
-    if (value === undefined || value === null || value === false) continue;
-    if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
-    else el.setAttribute(key, value === true ? "" : String(value));
-  }
-  for (const child of children.flat()) {
-    if (child !== null && child !== undefined && child !== false) {
-      el.append(child instanceof Node ? child : String(child));
-    }
-  }
-  return el;
-}
-
-/** Replace el's children with render(data)'s, unless data is what el shows already (so that
- * polling neither resets open <details> nor a selection). */
-function renderIfChanged(el, data, render) {
-  const key = JSON.stringify(data);
-  if (el.dataset.key === key) return;
-  el.dataset.key = key;
-  el.replaceChildren(...render(data));
-}
-
-function showError(el, what, err) {
-  el.textContent = `${what}: ${err.message}`;
-  el.hidden = false;
-  if (!(err instanceof ApiError)) console.error(err); // a bug of ours: make it loud
-}
-
-function showText(el, ...content) {
-  el.replaceChildren(...content);
-  el.hidden = false;
-}
-
-function hide(el) {
-  el.hidden = true;
-  el.replaceChildren();
-}
-
-// ---- formatting
-
-const fmtTime = (micros) => (micros == null ? "—" : new Date(micros / 1000).toLocaleString());
-const fmtNumber = (n) => n.toLocaleString(undefined, { maximumFractionDigits: 1 });
-
-function fmtDuration(micros) {
-  const ms = micros / 1000;
-  if (ms < 1000) return `${ms.toFixed(ms < 10 ? 1 : 0)} ms`;
-  return `${(ms / 1000).toFixed(2)} s`;
-}
-
-function fmtBytes(bytes) {
-  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
-  let i = 0;
-  while (bytes >= 1024 && i < units.length - 1) {
-    bytes /= 1024;
-    i += 1;
-  }
-  return `${i ? bytes.toFixed(1) : bytes} ${units[i]}`;
-}
-
-function stateClass(state) {
-  if (state === "Running") return "good";
-  if (state === "Failed" || state === "Failing") return "bad";
-  if (state === "Stopped" || state === "Finished") return "idle";
-  return "busy";
-}
-
-function badge(pipeline) {
-  const note = pipeline.action_in_progress
-    ? pipeline.action === "stop" ? " · stopping" : " · starting"
-    : "";
-  return h("span", { class: `badge ${stateClass(pipeline.state)}` }, pipeline.state + note);
-}
-
-// ---- the API
-
-class ApiError extends Error {
-  constructor(status, message, body) {
-    super(message);
-    this.status = status;
-    this.body = body;
-  }
-}
-
-/** The JSON answer of a call, or an ApiError with the API's {"error"} message. */
-async function api(method, path, body) {
-  const init = { method, headers: { Accept: "application/json" } };
-  if (body !== undefined) {
-    init.headers["Content-Type"] = "application/json";
-    init.body = JSON.stringify(body);
-  }
-  let response;
-  try {
-    response = await fetch(API + path, init);
-  } catch (err) {
-    throw new ApiError(0, `cannot reach the API (${err.message})`, null);
-  }
-  const text = await response.text();
-  let data = null;
-  try {
-    data = text ? JSON.parse(text) : null;
-  } catch {
-    data = null;
-  }
-  if (!response.ok) {
-    const message = data && typeof data.error === "string"
-      ? data.error
-      : `${response.status} ${response.statusText}`;
-    throw new ApiError(response.status, `${message} (HTTP ${response.status})`, data);
-  }
-  if (data === null && response.status !== 204) {
-    throw new ApiError(response.status, `${method} ${path} answered with no JSON`, null);
-  }
-  return data;
-}
-
-/** Runs fn now and POLL_MS after each run, until stop(); now() runs it again at once. fn gets
- * a function telling whether the poller was stopped meanwhile (the user went elsewhere). */
-function poller(fn) {
-  let stopped = false;
-  let running = false;
-  let again = false;
-  let timer = null;
-  const stoppedNow = () => stopped;
-  async function tick() {
-    clearTimeout(timer);
-    timer = null;
-    if (stopped) return;
-    if (running) {
-      again = true;
-      return;
-    }
-    running = true;
-    try {
-      await fn(stoppedNow);
-    } catch (err) {
-      console.error(err);
-    } finally {
-      running = false;
-    }
-    if (stopped) return;
-    if (again) {
-      again = false;
-      tick();
-    } else {
-      timer = setTimeout(tick, POLL_MS);
-    }
-  }
-  tick();
-  return {
-    now: tick,
-    stop() {
-      stopped = true;
-      clearTimeout(timer);
-    },
-  };
-}
-
-// ---- the dataflow graph: sources on the left, sinks on the right
 
 // ---- #/ : the list and the form
 
@@ -336,6 +168,13 @@ const ACTIONS = {
   restart: ["POST", "/restart", {}, "Restart requested."],
 };
 
+// What is asked before an action that loses work in flight or the pipeline itself.
+const CONFIRM = {
+  "stop-now": (name) => `Stop ${name} now, without a final checkpoint?`,
+  restart: (name) => `Restart ${name} from its last checkpoint?`,
+  delete: (name) => `Delete pipeline ${name} with its checkpoints and errors?`,
+};
+
 let detail = null; // the pipeline shown: { id, pipeline, busy, poll }
 
 function renderPipeline(p) {
@@ -346,6 +185,13 @@ function renderPipeline(p) {
   $("d-job").textContent = p.job_id;
   $("d-stop").textContent = p.stop;
   $("d-parallelism").textContent = p.parallelism;
+  const settings = $("settings-form");
+  if (!settings.contains(document.activeElement) && settings.dataset.for !== p.id) {
+    // Filled once per pipeline shown: a refresh never overwrites what the user is typing.
+    settings.dataset.for = p.id;
+    settings.elements.namedItem("parallelism").value = p.parallelism;
+    settings.elements.namedItem("interval").value = p.checkpoint_interval_micros / 1e6;
+  }
   $("d-created").textContent = fmtTime(p.created_at);
   if ($("d-query").textContent !== p.query) {
     $("d-query").textContent = p.query;
@@ -546,6 +392,7 @@ async function explainOutputFailure(path, alert) {
 function resetDetail() {
   const root = $("detail-view");
   renderCharts($("d-charts"), null, {});
+  delete $("settings-form").dataset.for;
   $("d-node").hidden = true;
   for (const el of root.querySelectorAll("[role=alert], [role=status], #d-graph, #d-failure")) {
     hide(el);
@@ -624,9 +471,8 @@ async function act(action) {
   if (!current || current.busy) return;
   const name = current.pipeline ? current.pipeline.name : current.id;
   const path = `/pipelines/${encodeURIComponent(current.id)}`;
-  if (action === "delete" && !confirm(`Delete pipeline ${name} with its checkpoints and errors?`)) {
-    return;
-  }
+  const question = CONFIRM[action];
+  if (question && !confirm(question(name))) return;
   hide($("detail-alert"));
   hide($("detail-status"));
   current.busy = true;
@@ -712,6 +558,7 @@ function route() {
   const path = location.hash.replace(/^#/, "") || "/";
   const match = path.match(/^\/pipelines\/([^/]+)$/);
   if (path === "/") view = listView();
+  else if (path === "/udfs") view = udfsView();
   else if (match) view = detailView(decodeURIComponent(match[1]));
   else {
     showText($("route-alert"), `There is no page ${path}: see `,
@@ -722,3 +569,33 @@ function route() {
 window.addEventListener("hashchange", route);
 route();
 watchReadiness();
+
+// ---- the pipeline's settings: a new parallelism or checkpoint interval restarts its job from
+// its last checkpoint with them (PATCH /pipelines/{id}).
+
+$("settings-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const current = detail;
+  if (!current || !current.pipeline) return;
+  const form = event.target;
+  const parallelism = Number(form.elements.namedItem("parallelism").value);
+  const seconds = Number(form.elements.namedItem("interval").value);
+  const name = current.pipeline.name;
+  if (!confirm(`Apply the settings to ${name}? A running job restarts from its checkpoint.`)) {
+    return;
+  }
+  hide($("settings-alert"));
+  try {
+    const pipeline = await api("PATCH", `/pipelines/${encodeURIComponent(current.id)}`, {
+      parallelism, checkpoint_interval_micros: Math.round(seconds * 1e6),
+    });
+    if (detail !== current) return;
+    renderPipeline(pipeline);
+    showText($("detail-status"), `Settings applied: parallelism ${pipeline.parallelism}, `
+      + `a checkpoint every ${pipeline.checkpoint_interval_micros / 1e6} s.`);
+    current.poll.now();
+  } catch (err) {
+    showError($("settings-alert"), "Could not apply the settings", err);
+  }
+});
+

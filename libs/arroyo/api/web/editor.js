@@ -1,8 +1,9 @@
-// The SQL editor: CodeMirror 6 (vendor/codemirror.js) with SQL highlighting, line numbers and
-// bracket matching; the query validated as it is typed (debounced, through the caller's
-// `validate`), each diagnostic underlined at its line and column with its message on hover;
-// completion of the tables and columns the last validation found, the connectors and their
-// options, and SQL's keywords; Mod-Enter to preview, Mod-Shift-Enter to launch.
+// The code editors: CodeMirror 6 (vendor/codemirror.js) with highlighting, line numbers and
+// bracket matching, the text validated as it is typed (debounced, through the caller's
+// `validate`), each diagnostic underlined at its line and column with its message on hover.
+// The SQL editor also completes the tables and columns the last validation found, the
+// connectors and their options, and SQL's keywords; Mod-Enter previews, Mod-Shift-Enter
+// launches. The UDF editor edits Python.
 
 import {
   EditorState, Compartment, EditorView, keymap, lineNumbers, highlightActiveLine,
@@ -10,6 +11,7 @@ import {
   indentWithTab, bracketMatching, indentOnInput, syntaxHighlighting, defaultHighlightStyle,
   closeBrackets, closeBracketsKeymap, autocompletion, completionKeymap, linter, lintGutter,
   forceLinting, searchKeymap, sql, StandardSQL, keywordCompletionSource, schemaCompletionSource,
+  python,
 } from "./vendor/codemirror.js";
 
 // How long typing must pause before the query is validated.
@@ -30,8 +32,9 @@ function quotedWord(context) {
  * Completes connector names after `connector = '` and, inside a WITH (...) naming a
  * connector, that connector's options (from /api/v1/connectors).
  */
-function connectorCompletions(connectors) {
+function connectorCompletions(known) {
   return (context) => {
+    const connectors = known();
     const word = quotedWord(context) || context.matchBefore(/\w[\w.]*$/);
     if (!word && !context.explicit) return null;
     const before = context.state.doc.sliceString(Math.max(0, context.pos - 2000), context.pos);
@@ -58,8 +61,80 @@ function connectorCompletions(connectors) {
   };
 }
 
+/** An API's diagnostics (1-based line and column) as CodeMirror's, each over its word. */
+function toLint(state, diagnostics) {
+  return diagnostics.map((d) => {
+    const from = d.line == null ? 0 : offsetOf(state.doc, d.line, d.column);
+    const word = state.wordAt(from);
+    const to = word && word.to > from ? word.to : Math.min(state.doc.length, from + 1);
+    return { from, to: Math.max(to, from), severity: "error", message: d.message, source: d.code };
+  });
+}
+
+/** An editor of `language` in `parent`, and the calls the pages make on it. */
+function makeEditor(parent, { label, hint, language, lint, keys, more }) {
+  const view = new EditorView({
+    parent,
+    state: EditorState.create({
+      doc: "",
+      extensions: [
+        lineNumbers(), highlightActiveLineGutter(), history(), drawSelection(), indentOnInput(),
+        bracketMatching(), closeBrackets(), highlightActiveLine(),
+        syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+        language, lint, lintGutter(), placeholder(hint || ""), ...(more || []),
+        keymap.of([
+          ...(keys || []), ...closeBracketsKeymap, ...defaultKeymap, ...searchKeymap,
+          ...historyKeymap, ...completionKeymap, indentWithTab,
+        ]),
+        EditorView.contentAttributes.of({ "aria-label": label, "aria-multiline": "true" }),
+        EditorView.lineWrapping,
+      ],
+    }),
+  });
+  return {
+    view,
+    text: () => view.state.doc.toString(),
+    setText(text) {
+      view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
+    },
+    /** Validates now, rather than after the pause. */
+    validateNow() {
+      forceLinting(view);
+    },
+    /** Puts the caret on line:column and shows it. */
+    jumpTo(line, column) {
+      const at = offsetOf(view.state.doc, line, column);
+      view.dispatch({ selection: { anchor: at }, scrollIntoView: true });
+      view.focus();
+    },
+  };
+}
+
 /**
- * Makes an editor in `parent`.
+ * A Python UDF file's editor in `parent`: `validate(text)` resolves to
+ * `{ udf_name, errors, diagnostics: [{line, column, message, code}] }`, each told to
+ * `onValidated(result, err)`.
+ */
+export function udfEditor(parent, { label, hint, validate, onValidated }) {
+  const lint = linter(async (view) => {
+    const text = view.state.doc.toString();
+    if (!text.trim()) return [];
+    let result;
+    try {
+      result = await validate(text);
+    } catch (err) {
+      onValidated?.(null, err);
+      return [];
+    }
+    if (view.state.doc.toString() !== text) return [];
+    onValidated?.(result, null);
+    return toLint(view.state, result.diagnostics || []);
+  }, { delay: VALIDATE_DELAY_MS });
+  return makeEditor(parent, { label, hint, language: python(), lint });
+}
+
+/**
+ * Makes the SQL editor in `parent`.
  * - `label`: its accessible name;
  * - `validate(text)`: resolves to `{ errors: [{line, column, message, code}], tables }`;
  * - `onPreview()`, `onLaunch()`: the keyboard shortcuts' actions;
@@ -85,65 +160,33 @@ export function sqlEditor(parent, { label, hint, validate, onPreview, onLaunch, 
     const columns = Object.fromEntries(
       (result.tables || []).map((t) => [t.name, t.columns.map((c) => c.name)]));
     view.dispatch({ effects: schema.reconfigure(completions(columns)) });
-    return (result.errors || []).map((d) => {
-      const from = d.line == null ? 0 : offsetOf(view.state.doc, d.line, d.column);
-      const to = Math.min(view.state.doc.length, view.state.doc.lineAt(from).to > from
-        ? view.state.wordAt(from)?.to ?? from + 1 : from + 1);
-      return { from, to: Math.max(to, from), severity: "error", message: d.message, source: d.code };
-    });
+    return toLint(view.state, result.errors || []);
   }, { delay: VALIDATE_DELAY_MS });
 
   function completions(tables) {
     return autocompletion({
       override: [
-        connectorCompletions(connectors),
+        connectorCompletions(() => connectors),
         schemaCompletionSource({ dialect: StandardSQL, schema: tables }),
         keywordCompletionSource(StandardSQL, true),
       ],
     });
   }
 
-  const view = new EditorView({
-    parent,
-    state: EditorState.create({
-      doc: "",
-      extensions: [
-        lineNumbers(), highlightActiveLineGutter(), history(), drawSelection(), indentOnInput(),
-        bracketMatching(), closeBrackets(), highlightActiveLine(),
-        syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
-        sql({ dialect: StandardSQL }), schema.of(completions({})), lint, lintGutter(),
-        placeholder(hint || ""),
-        keymap.of([
-          { key: "Mod-Enter", preventDefault: true, run: () => { onPreview(); return true; } },
-          { key: "Mod-Shift-Enter", preventDefault: true, run: () => { onLaunch(); return true; } },
-          ...closeBracketsKeymap, ...defaultKeymap, ...searchKeymap, ...historyKeymap,
-          ...completionKeymap, indentWithTab,
-        ]),
-        EditorView.contentAttributes.of({ "aria-label": label, "aria-multiline": "true" }),
-        EditorView.lineWrapping,
-      ],
-    }),
+  const editor = makeEditor(parent, {
+    label, hint, language: sql({ dialect: StandardSQL }), lint,
+    more: [schema.of(completions({}))],
+    keys: [
+      { key: "Mod-Enter", preventDefault: true, run: () => { onPreview(); return true; } },
+      { key: "Mod-Shift-Enter", preventDefault: true, run: () => { onLaunch(); return true; } },
+    ],
   });
 
   return {
-    view,
-    text: () => view.state.doc.toString(),
-    setText(text) {
-      view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
-    },
+    ...editor,
     /** Each connector, for completion: GET /api/v1/connectors' `data`. */
     setConnectors(list) {
       connectors = list;
-    },
-    /** Validates now, rather than after the pause. */
-    validateNow() {
-      forceLinting(view);
-    },
-    /** Puts the caret on line:column and shows it. */
-    jumpTo(line, column) {
-      const at = offsetOf(view.state.doc, line, column);
-      view.dispatch({ selection: { anchor: at }, scrollIntoView: true });
-      view.focus();
     },
   };
 }

@@ -1,0 +1,177 @@
+// What every page of the UI uses: DOM helpers (text goes in as text: nothing the API returns is
+// parsed as HTML), formatting, the API client, and polling.
+
+export const API = "/api/v1";
+export const POLL_MS = 2000;
+
+export const $ = (id) => document.getElementById(id);
+
+// ---- DOM helpers (text goes in as text: nothing the API returns is parsed as HTML)
+
+export function h(tag, attrs, ...children) {
+  return build(document.createElement(tag), attrs, children);
+}
+
+export function s(tag, attrs, ...children) {
+  return build(document.createElementNS("http://www.w3.org/2000/svg", tag), attrs, children);
+}
+
+export function build(el, attrs, children) {
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith("on")) el.addEventListener(key.slice(2), value);
+    else el.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child !== null && child !== undefined && child !== false) {
+      el.append(child instanceof Node ? child : String(child));
+    }
+  }
+  return el;
+}
+
+/** Replace el's children with render(data)'s, unless data is what el shows already (so that
+ * polling neither resets open <details> nor a selection). */
+export function renderIfChanged(el, data, render) {
+  const key = JSON.stringify(data);
+  if (el.dataset.key === key) return;
+  el.dataset.key = key;
+  el.replaceChildren(...render(data));
+}
+
+export function showError(el, what, err) {
+  el.textContent = `${what}: ${err.message}`;
+  el.hidden = false;
+  if (!(err instanceof ApiError)) console.error(err); // a bug of ours: make it loud
+}
+
+export function showText(el, ...content) {
+  el.replaceChildren(...content);
+  el.hidden = false;
+}
+
+export function hide(el) {
+  el.hidden = true;
+  el.replaceChildren();
+}
+
+// ---- formatting
+
+export const fmtTime = (micros) => (micros == null ? "—" : new Date(micros / 1000).toLocaleString());
+export const fmtNumber = (n) => n.toLocaleString(undefined, { maximumFractionDigits: 1 });
+
+export function fmtDuration(micros) {
+  const ms = micros / 1000;
+  if (ms < 1000) return `${ms.toFixed(ms < 10 ? 1 : 0)} ms`;
+  return `${(ms / 1000).toFixed(2)} s`;
+}
+
+export function fmtBytes(bytes) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (bytes >= 1024 && i < units.length - 1) {
+    bytes /= 1024;
+    i += 1;
+  }
+  return `${i ? bytes.toFixed(1) : bytes} ${units[i]}`;
+}
+
+export function stateClass(state) {
+  if (state === "Running") return "good";
+  if (state === "Failed" || state === "Failing") return "bad";
+  if (state === "Stopped" || state === "Finished") return "idle";
+  return "busy";
+}
+
+export function badge(pipeline) {
+  const note = pipeline.action_in_progress
+    ? pipeline.action === "stop" ? " · stopping" : " · starting"
+    : "";
+  return h("span", { class: `badge ${stateClass(pipeline.state)}` }, pipeline.state + note);
+}
+
+// ---- the API
+
+export class ApiError extends Error {
+  constructor(status, message, body) {
+    super(message);
+    this.status = status;
+    this.body = body;
+  }
+}
+
+/** The JSON answer of a call, or an ApiError with the API's {"error"} message. */
+export async function api(method, path, body) {
+  const init = { method, headers: { Accept: "application/json" } };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  let response;
+  try {
+    response = await fetch(API + path, init);
+  } catch (err) {
+    throw new ApiError(0, `cannot reach the API (${err.message})`, null);
+  }
+  const text = await response.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    const message = data && typeof data.error === "string"
+      ? data.error
+      : `${response.status} ${response.statusText}`;
+    throw new ApiError(response.status, `${message} (HTTP ${response.status})`, data);
+  }
+  if (data === null && response.status !== 204) {
+    throw new ApiError(response.status, `${method} ${path} answered with no JSON`, null);
+  }
+  return data;
+}
+
+/** Runs fn now and POLL_MS after each run, until stop(); now() runs it again at once. fn gets
+ * a function telling whether the poller was stopped meanwhile (the user went elsewhere). */
+export function poller(fn) {
+  let stopped = false;
+  let running = false;
+  let again = false;
+  let timer = null;
+  const stoppedNow = () => stopped;
+  async function tick() {
+    clearTimeout(timer);
+    timer = null;
+    if (stopped) return;
+    if (running) {
+      again = true;
+      return;
+    }
+    running = true;
+    try {
+      await fn(stoppedNow);
+    } catch (err) {
+      console.error(err);
+    } finally {
+      running = false;
+    }
+    if (stopped) return;
+    if (again) {
+      again = false;
+      tick();
+    } else {
+      timer = setTimeout(tick, POLL_MS);
+    }
+  }
+  tick();
+  return {
+    now: tick,
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}
+
+// ---- the dataflow graph: sources on the left, sinks on the right
