@@ -530,13 +530,22 @@ class PipelineRunner:
             detach(self.remote)
 
 
+# Spark's status message while it runs a batch without new input: a watermark moved, so
+# stateful operators close windows and evict state, and the rows they emit reach the sink.
+_NO_DATA_BATCH = "No new data but cleaning up state"
+
+
 def _batch_in_flight(query: StreamingQuery) -> bool:
-    """Whether ``query`` is running a batch: a trigger that found new data. A trigger that
-    found none (a source polled between batches) runs no batch, and is not waited for."""
+    """Whether ``query`` is running a batch: a trigger that found new data, or a batch Spark
+    runs without new data because the watermark moved (it emits the windows that closed, so
+    cutting it short would write them twice to an at-least-once sink). A trigger that found
+    nothing to do (a source polled between batches) runs no batch, and is not waited for."""
     if not query.isActive:
         return False
     status = query.status
-    return bool(status.get("isTriggerActive") and status.get("isDataAvailable"))
+    if not status.get("isTriggerActive"):
+        return False
+    return bool(status.get("isDataAvailable")) or status.get("message") == _NO_DATA_BATCH
 
 
 # Spark's checks of a query's chain of stateful operators (SinkQuery.unchecked_chain): of one
