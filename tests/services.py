@@ -115,7 +115,8 @@ class ScriptedController(Controller):
     status of a job it does not run. A test scripts what only a running job would produce:
 
     - ``output``: what a job's output stream yields, by job id (``any_job_output`` for any other
-      job): batches until one is ``done``, or an exception in the list, raised when reached;
+      job): batches until one is ``done``, or an exception in the list, raised when reached,
+      or an ``asyncio.Event``, awaited when reached (the stream open and quiet until it is set);
     - ``endless``: jobs whose stream yields a row per batch until the subscriber leaves;
     - ``stream_closed`` is set when an output stream ends, however it ends;
     - ``nudges`` counts the JobsChanged it was sent.
@@ -126,8 +127,8 @@ class ScriptedController(Controller):
         # which have none, pass none.
         super().__init__(Config(), cast("Store", store))
         self.nudges = 0
-        self.output: dict[str, list[OutputBatch | Exception]] = {}
-        self.any_job_output: list[OutputBatch | Exception] = []
+        self.output: dict[str, list[OutputBatch | Exception | asyncio.Event]] = {}
+        self.any_job_output: list[OutputBatch | Exception | asyncio.Event] = []
         self.endless: set[str] = set()
         self.stream_closed = asyncio.Event()
 
@@ -160,6 +161,9 @@ class ScriptedController(Controller):
                     batch += 1
                     await asyncio.sleep(0)
             for item in self.output.get(job_id, self.any_job_output):
+                if isinstance(item, asyncio.Event):
+                    await item.wait()  # the stream stays open, with nothing to say, until set
+                    continue
                 if isinstance(item, Exception):
                     raise item
                 yield item

@@ -11,6 +11,7 @@ assertions), never on time.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -69,6 +70,12 @@ def write_sql(page: Page, text: str, editor_label: str = "SQL") -> None:
     page.keyboard.press("ControlOrMeta+a")
     page.keyboard.insert_text(text)
     expect(editor).to_have_text(text.replace("\n", ""))
+
+
+def assert_fits(page: Page) -> None:
+    """The page is no wider than the window: nothing needs a sideways scroll to be seen."""
+    width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1], f"the page is {width[0]} px wide in a {width[1]} px window"
 
 
 def operator_nodes() -> list[controller_pb2.NodeMetrics]:
@@ -219,8 +226,11 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
     chromium_path()  # fail before starting anything when there is no browser
     expect.set_options(timeout=TIMEOUT_S * 1000)
     with running_api(tmp_path, spark) as api, browser_page(api.url) as (page, problems):
+        # The narrowest width the UI is made for: no page of the journey scrolls sideways.
+        page.set_viewport_size({"width": 1024, "height": 768})
         page.goto("/")
         expect(page.get_by_role("heading", name="Pipelines")).to_be_visible()
+        assert_fits(page)
         # Until a node registers the cluster is not ready, and the page says so and why.
         banner = page.locator("#cluster-banner")
         expect(banner).to_contain_text("Arroyo is starting")
@@ -272,8 +282,10 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
 
         # Its page.
         row.get_by_role("link", name="counter").click()
-        expect(page).to_have_url(re.compile(r"#/pipelines/pl_[a-z0-9]+$"))
+        expect(page).to_have_url(re.compile(r"/pipelines/pl_[a-z0-9]+$"))
         pipeline_id = page.url.rsplit("/", 1)[-1]
+        # A link to the page works on its own (the api serves the UI at every page's path).
+        page.goto(f"/pipelines/{pipeline_id}")
         expect(page.locator("#d-name")).to_have_text("counter")
         expect(page.locator("#d-state")).to_have_text("Created")
         expect(page.locator("#d-stop")).to_have_text("none")
@@ -353,10 +365,18 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
                 details="heartbeat missed",
             )
         )
-        checkpoint_row = page.locator("#checkpoints tr")
-        expect(checkpoint_row).to_have_count(1)
-        for cell in ("41", "out", "1,234", "1.50 s"):
-            expect(checkpoint_row).to_contain_text(cell)
+        # The checkpoints: a timeline of their durations and state sizes, and each epoch's
+        # state per query, opened by a click (and kept open as the page refreshes).
+        epoch = page.locator("#checkpoints details")
+        expect(epoch).to_have_count(1)
+        for text in ("Epoch 41", "1.50 s", "1,234 rows in"):
+            expect(epoch.locator("summary")).to_contain_text(text)
+        expect(page.locator("#checkpoint-charts .chart canvas")).to_have_count(2)
+        epoch.locator("summary").click()
+        query_row = epoch.locator('tr[data-query="out"]')
+        expect(query_row).to_contain_text('{"impulse":410}')
+        expect(query_row).to_contain_text("0 B")
+        assert_fits(page)
         expect(page.locator("#errors li")).to_contain_text("the worker was lost")
         expect(page.locator("#errors li")).to_contain_text("external · generation 0 · retryable")
         # Only a stopped job can be started.
@@ -415,7 +435,9 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
         write_sql(page, QUERY)
         form.get_by_role("button", name="Preview").click()
         expect(page.locator("#d-name")).to_have_text(re.compile(r"^preview-pl_"))
-        expect(page.locator("#output-state")).to_have_text("done · 3 row(s)")
+        expect(page.locator("#output-state")).to_have_text("done")
+        expect(page.locator("#output-count")).to_have_text("3 row(s) received · 3 kept")
+        expect(page.get_by_role("button", name="Stop", exact=True).last).to_be_disabled()
         expect(page.locator("#output-head")).to_have_text(re.compile("counter.*subtask"))
         expect(page.locator("#output-rows tr")).to_have_count(len(OUTPUT_ROWS))
         expect(page.locator("#output-rows tr").nth(2)).to_contain_text("2")
@@ -430,6 +452,70 @@ def test_the_ui_validates_creates_stops_and_explains_refusals(
     }
     assert [p for p in problems if p not in expected] == []
     assert set(problems) == expected
+
+
+# An updating query's preview: debezium change records, as the worker writes them.
+CHANGES = [
+    {"op": "c", "after": {"user": "ann", "n": 1}},
+    {"op": "c", "after": {"user": "bob", "n": 5}},
+    {"op": "u", "before": {"user": "ann", "n": 1}, "after": {"user": "ann", "n": 2}},
+    {"op": "d", "before": {"user": "bob", "n": 5}},
+]
+
+
+@pytest.mark.spark
+def test_a_preview_of_changes_is_sorted_filtered_folded_and_stopped(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    chromium_path()
+    expect.set_options(timeout=TIMEOUT_S * 1000)
+    with running_api(tmp_path, spark) as api, browser_page(api.url) as (page, problems):
+        # The job's changes, then a stream that stays open (the job goes on running).
+        api.controller.any_job_output = [
+            OutputBatch("out", [json.dumps(c) for c in CHANGES], done=False),
+            api.call(asyncio.Event),
+        ]
+        page.goto("/")
+        write_sql(page, QUERY)
+        page.locator("#new-form").get_by_role("button", name="Preview").click()
+        card = page.locator("#output-card")
+        rows = card.locator("#output-rows tr")
+        expect(card.locator("#output-state")).to_have_text("streaming")
+        expect(rows).to_have_count(4)
+        expect(card.locator("#output-head")).to_have_text(re.compile("change.*user.*n"))
+        expect(card.locator("#output-count")).to_have_text("4 row(s) received · 4 kept")
+        expect(rows.locator(".op")).to_have_text(["create", "create", "update", "delete"])
+        expect(rows.nth(3)).to_contain_text("bob")  # a delete shows the row it removes
+
+        # Filtered: by any column's text, the kind of change included.
+        card.get_by_label("Filter").fill("update")
+        expect(rows).to_have_count(1)
+        expect(card.locator("#output-count")).to_contain_text("1 match the filter")
+        card.get_by_label("Filter").fill("")
+        expect(rows).to_have_count(4)
+
+        # Sorted by a click on a column's head: ascending, then descending, then as they came.
+        sort_n = card.locator("#output-head button", has_text=re.compile(r"^n( ▲| ▼)?$"))
+        sort_n.click()
+        expect(card.locator('th[aria-sort="ascending"]')).to_have_text("n ▲")
+        expect(rows.locator("td:last-child")).to_have_text(["1", "2", "5", "5"])
+        sort_n.click()
+        expect(rows.locator("td:last-child")).to_have_text(["5", "5", "2", "1"])
+        page.screenshot(path=str(screenshots() / "preview-changes.png"), full_page=True)
+
+        # Folded into the result as it is now: bob deleted, ann updated.
+        card.get_by_label("Show").select_option("result")
+        expect(rows).to_have_count(1)
+        expect(rows.first).to_have_text(re.compile("ann.*2"))
+        expect(card.locator("#output-count")).to_contain_text("1 distinct row(s) now")
+
+        # Stop: the preview's job is asked to stop at once, and the stream is closed.
+        card.get_by_role("button", name="Stop").click()
+        expect(card.locator("#output-state")).to_have_text("stopped")
+        expect(page.locator("#d-stop")).to_have_text("immediate")
+        expect(card.get_by_role("button", name="Stop")).to_be_disabled()
+        assert_fits(page)
+    assert problems == []
 
 
 @pytest.mark.spark
@@ -516,7 +602,9 @@ def test_a_udf_is_validated_as_typed_saved_used_in_a_query_and_deleted(
     expect.set_options(timeout=TIMEOUT_S * 1000)
     with running_api(tmp_path, spark) as api, browser_page(api.url) as (page, problems):
         page.on("dialog", lambda dialog: dialog.accept())
+        # A link of the UI's first, hash-routed version leads to the same page.
         page.goto("/#/udfs")
+        expect(page).to_have_url(re.compile(r"/udfs$"))
         expect(page.get_by_role("heading", name="UDFs")).to_be_visible()
         expect(page.get_by_text("No saved UDFs yet")).to_be_visible()
         live = page.locator("#udf-live")

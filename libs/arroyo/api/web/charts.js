@@ -12,31 +12,40 @@ function columns(group) {
 }
 
 /**
+ * A small line chart titled `title` in a new <figure> (its `data-metric` is `name`): `data` is
+ * uPlot's columns, [[x...], [y...]], x in seconds since the epoch.
+ */
+export function lineChart(name, title, data) {
+  const box = document.createElement("figure");
+  box.className = "chart";
+  box.dataset.metric = name;
+  const caption = document.createElement("figcaption");
+  caption.textContent = title;
+  box.append(caption);
+  box._plot = new uPlot({
+    width: WIDTH,
+    height: HEIGHT,
+    legend: { show: false },
+    cursor: { drag: { x: false, y: false } },
+    scales: { x: { time: true } },
+    axes: [{ size: 30 }, { size: 50 }],
+    series: [{}, { label: title, stroke: "#2563eb", fill: "rgba(37, 99, 235, 0.08)", width: 1.5,
+      points: { show: data[0].length < 3 } }],
+  }, data, box);
+  return box;
+}
+
+/** Replaces `container`'s charts with `charts` (destroying the old ones' plots). */
+export function replaceCharts(container, charts) {
+  for (const old of container.querySelectorAll(".chart")) old._plot?.destroy();
+  container.replaceChildren(...charts);
+}
+
+/**
  * Draws a chart per metric group of `operator` into `container` (replacing what was there),
  * titled with `names[group.name]`.
  */
 export function renderCharts(container, operator, names) {
-  for (const old of container.querySelectorAll(".chart")) old._plot?.destroy();
-  const charts = (operator ? operator.metricGroups : []).map((group) => {
-    const box = document.createElement("figure");
-    box.className = "chart";
-    box.dataset.metric = group.name;
-    const title = names[group.name] || group.name;
-    const caption = document.createElement("figcaption");
-    caption.textContent = title;
-    box.append(caption);
-    const data = columns(group);
-    box._plot = new uPlot({
-      width: WIDTH,
-      height: HEIGHT,
-      legend: { show: false },
-      cursor: { drag: { x: false, y: false } },
-      scales: { x: { time: true } },
-      axes: [{ size: 30 }, { size: 50 }],
-      series: [{}, { label: title, stroke: "#2563eb", fill: "rgba(37, 99, 235, 0.08)", width: 1.5,
-        points: { show: data[0].length < 3 } }],
-    }, data, box);
-    return box;
-  });
-  container.replaceChildren(...charts);
+  replaceCharts(container, (operator ? operator.metricGroups : []).map((group) =>
+    lineChart(group.name, names[group.name] || group.name, columns(group))));
 }

@@ -1,4 +1,4 @@
-// #/udfs: the saved UDFs (Arroyo's /api/v1/udfs), and an editor that validates a new one as it
+// /udfs: the saved UDFs (Arroyo's /api/v1/udfs), and an editor that validates a new one as it
 // is typed, its diagnostics underlined at their lines, then saves it.
 
 import { udfEditor } from "./editor.js";
@@ -11,12 +11,13 @@ def double_it(x: int) -> int:
     return 2 * x
 `;
 
-let editor = null;
-
-/** The page's editor, made once (the view is shown and hidden, not rebuilt). */
-function theEditor() {
-  if (editor) return editor;
-  editor = udfEditor($("udf-editor"), {
+/**
+ * The page, built once (its editor keeps what the user typed while they look elsewhere);
+ * `show()` lists the saved UDFs until the `stop()` of what it returns.
+ */
+export function udfsPage() {
+  let refresh = () => {};
+  const editor = udfEditor($("udf-editor"), {
     label: "UDF",
     hint: HINT,
     validate: (definition) => api("POST", "/udfs/validate", { definition }),
@@ -35,67 +36,66 @@ function theEditor() {
       }
     },
   });
-  $("udf-save").addEventListener("click", save);
-  return editor;
-}
 
-let refresh = () => {};
-
-async function save() {
-  hide($("udf-alert"));
-  hide($("udf-status"));
-  $("udf-save").disabled = true;
-  try {
-    const saved = await api("POST", "/udfs", {
-      definition: editor.text(), description: $("udf-description").value,
-    });
-    showText($("udf-status"), `Saved ${saved.name}: every pipeline may call it now.`);
-    editor.setText("");
-    $("udf-description").value = "";
-    refresh();
-  } catch (err) {
-    showError($("udf-alert"), "Could not save the UDF", err);
-  } finally {
-    $("udf-save").disabled = false;
-  }
-}
-
-async function remove(udf) {
-  if (!confirm(`Delete UDF ${udf.name}? Pipelines that use it keep their copy.`)) return;
-  try {
-    await api("DELETE", `/udfs/${encodeURIComponent(udf.id)}`);
-    showText($("udf-status"), `Deleted ${udf.name}.`);
-    refresh();
-  } catch (err) {
-    showError($("udfs-alert"), `Could not delete ${udf.name}`, err);
-  }
-}
-
-export function udfsView() {
-  $("udfs-view").hidden = false;
-  theEditor();
-  const poll = poller(async (stopped) => {
+  async function save() {
+    hide($("udf-alert"));
+    hide($("udf-status"));
+    $("udf-save").disabled = true;
     try {
-      const list = await api("GET", "/udfs");
-      if (stopped()) return;
-      hide($("udfs-alert"));
-      renderIfChanged($("udfs"), list.data, (udfs) => udfs.map((u) =>
-        h("tr", { "data-udf": u.name },
-          h("td", {}, h("code", {}, u.name)),
-          h("td", {}, u.description),
-          h("td", { class: "muted" }, fmtTime(u.created_at)),
-          h("td", {}, h("button", { type: "button", onclick: () => remove(u) }, "Delete")))));
-      $("udfs-empty").hidden = list.data.length > 0;
+      const saved = await api("POST", "/udfs", {
+        definition: editor.text(), description: $("udf-description").value,
+      });
+      showText($("udf-status"), `Saved ${saved.name}: every pipeline may call it now.`);
+      editor.setText("");
+      $("udf-description").value = "";
+      refresh();
     } catch (err) {
-      if (!stopped()) showError($("udfs-alert"), "Could not list the UDFs", err);
+      showError($("udf-alert"), "Could not save the UDF", err);
+    } finally {
+      $("udf-save").disabled = false;
     }
-  });
-  refresh = poll.now;
+  }
+
+  async function remove(udf) {
+    if (!confirm(`Delete UDF ${udf.name}? Pipelines that use it keep their copy.`)) return;
+    try {
+      await api("DELETE", `/udfs/${encodeURIComponent(udf.id)}`);
+      showText($("udf-status"), `Deleted ${udf.name}.`);
+      refresh();
+    } catch (err) {
+      showError($("udfs-alert"), `Could not delete ${udf.name}`, err);
+    }
+  }
+
+  $("udf-save").addEventListener("click", save);
+
   return {
-    stop() {
-      poll.stop();
-      refresh = () => {};
-      $("udfs-view").hidden = true;
+    show() {
+      $("udfs-view").hidden = false;
+      const poll = poller(async (stopped) => {
+        try {
+          const list = await api("GET", "/udfs");
+          if (stopped()) return;
+          hide($("udfs-alert"));
+          renderIfChanged($("udfs"), list.data, (udfs) => udfs.map((u) =>
+            h("tr", { "data-udf": u.name },
+              h("td", {}, h("code", {}, u.name)),
+              h("td", {}, u.description),
+              h("td", { class: "muted" }, fmtTime(u.created_at)),
+              h("td", {}, h("button", { type: "button", onclick: () => remove(u) }, "Delete")))));
+          $("udfs-empty").hidden = list.data.length > 0;
+        } catch (err) {
+          if (!stopped()) showError($("udfs-alert"), "Could not list the UDFs", err);
+        }
+      });
+      refresh = poll.now;
+      return {
+        stop() {
+          poll.stop();
+          refresh = () => {};
+          $("udfs-view").hidden = true;
+        },
+      };
     },
   };
 }
