@@ -14,10 +14,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
 import re
-import shutil
-import tempfile
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass
@@ -26,7 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 from aiohttp import web
-from playwright.sync_api import ConsoleMessage, Error, Page, expect, sync_playwright
+from playwright.sync_api import expect
 
 from arroyo.api import create_app
 from arroyo.api.webui import web_root
@@ -36,6 +33,7 @@ from arroyo.store import Checkpoint, JobId, JobState, Store, open_store
 from arroyo_rpc.v1 import controller_pb2
 from tests.aio import LoopThread, loop_thread
 from tests.services import ScriptedController, compiler_service, controller_service, serving
+from tests.webui.browser import assert_fits, browser_page, chromium_path, screenshots, write_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -50,32 +48,6 @@ OUTPUT_ROWS = [{"counter": n, "subtask": 0} for n in range(3)]
 TIMEOUT_S = 60
 
 T = TypeVar("T")
-
-
-def screenshots() -> Path:
-    """Where the tests save screenshots of the pages they reach: ``ARROYO_TEST_ARTIFACTS``'s
-    ``webui`` (CI keeps it), else a temporary directory."""
-    root = os.environ.get("ARROYO_TEST_ARTIFACTS") or tempfile.mkdtemp(prefix="arroyo-ui-")
-    path = Path(root) / "webui"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def write_sql(page: Page, text: str, editor_label: str = "SQL") -> None:
-    """Replace an editor's text as a user would: select all of it, then type (as one input,
-    which is what pasting is). Playwright's ``fill`` on the editor's content can add to the
-    text CodeMirror holds rather than replace it."""
-    editor = page.get_by_label(editor_label, exact=True)
-    editor.click()
-    page.keyboard.press("ControlOrMeta+a")
-    page.keyboard.insert_text(text)
-    expect(editor).to_have_text(text.replace("\n", ""))
-
-
-def assert_fits(page: Page) -> None:
-    """The page is no wider than the window: nothing needs a sideways scroll to be seen."""
-    width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
-    assert width[0] <= width[1], f"the page is {width[0]} px wide in a {width[1]} px window"
 
 
 def operator_nodes() -> list[controller_pb2.NodeMetrics]:
@@ -134,18 +106,6 @@ class Api:
         return self.servers.call(function)
 
 
-def chromium_path() -> str:
-    for name in ("chromium", "chromium-browser"):
-        path = shutil.which(name)
-        if path is not None:
-            return path
-    pytest.fail(
-        "no Chromium on PATH (chromium or chromium-browser): the web UI's tests drive a real "
-        "browser; install Debian's package (apt-get install chromium), as .ci/run does",
-        pytrace=False,
-    )
-
-
 @contextmanager
 def running_api(tmp_path: Path, spark: SparkSession) -> Iterator[Api]:
     """The api with the UI on a free port of 127.0.0.1, its servers on a background loop."""
@@ -190,33 +150,6 @@ def running_api(tmp_path: Path, spark: SparkSession) -> Iterator[Api]:
             yield servers.run(start(servers))
         finally:
             servers.run(stack.aclose())
-
-
-@contextmanager
-def browser_page(base_url: str) -> Iterator[tuple[Page, list[str]]]:
-    """A page of a headless Chromium, and the errors its console and scripts report."""
-    executable = chromium_path()
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=executable, headless=True, args=["--no-sandbox"]
-        )
-        try:
-            # The page formats numbers and times in the browser's locale.
-            page = browser.new_page(base_url=base_url, locale="en-US")
-            problems: list[str] = []
-
-            def on_console(message: ConsoleMessage) -> None:
-                if message.type == "error":
-                    problems.append(f"console: {message.text}")
-
-            def on_page_error(error: Error) -> None:
-                problems.append(f"uncaught: {error.message}")
-
-            page.on("console", on_console)
-            page.on("pageerror", on_page_error)
-            yield page, problems
-        finally:
-            browser.close()
 
 
 @pytest.mark.spark

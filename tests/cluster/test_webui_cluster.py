@@ -1,0 +1,141 @@
+"""The web UI against a real ``arroyo``: the session's cluster (api, compiler, controller, node
+and Spark workers as separate processes on SQLite, conftest.py), driven in headless Chromium as
+a user drives it. tests/webui covers each page's behaviour, refusals included, over a scripted
+controller; these journeys are the same pages over jobs that run: rows a preview's worker
+sends, rates its metrics report, a restart with a new parallelism, a stop with a checkpoint."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.cluster.harness import Cluster
+from tests.webui.browser import assert_fits, browser_page, chromium_path, screenshots, write_sql
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("cluster")]
+
+# Seconds: a job's first batch on a cold worker takes a while.
+TIMEOUT_S = 180
+
+PREVIEW = """CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '20');
+SELECT counter, counter * 2 AS twice FROM impulse;"""
+
+COUNTS = """CREATE TABLE impulse WITH (
+    connector = 'impulse', event_rate = '50', event_time_interval = '20 milliseconds'
+);
+CREATE TABLE out WITH (connector = 'blackhole', type = 'sink');
+INSERT INTO out
+SELECT tumble(interval '1 second') AS window, count(*) AS n FROM impulse GROUP BY window;"""
+
+UDF = """from arroyo_udf import udf
+
+@udf
+def plus_ten(x: int) -> int:
+    return x + 10
+"""
+
+
+def state(page: Page) -> str:
+    return page.locator("#d-state").inner_text()
+
+
+def test_write_preview_launch_watch_resize_stop_and_start(cluster: Cluster) -> None:
+    chromium_path()
+    expect.set_options(timeout=TIMEOUT_S * 1000)
+    base = cluster.api_url.removesuffix("/api/v1")
+    with browser_page(base) as (page, problems):
+        page.on("dialog", lambda dialog: dialog.accept())
+        page.set_viewport_size({"width": 1024, "height": 768})
+        page.goto("/")
+
+        # A typo, underlined as it is typed; fixed, the query is valid.
+        write_sql(page, PREVIEW.replace("counter * 2", "countr * 2"))
+        expect(page.locator("#sql-editor .cm-lintRange-error")).to_have_count(1)
+        live = page.locator("#live-status")
+        expect(live).to_have_text("1 problem(s): hover the underlined text.")
+        write_sql(page, PREVIEW)
+        expect(page.locator("#live-status")).to_have_text("Valid.")
+        expect(page.locator("#sql-editor .cm-lintRange-error")).to_have_count(0)
+
+        # Preview: the worker's rows stream into the table, until the user stops it.
+        page.keyboard.press("ControlOrMeta+Enter")
+        expect(page.locator("#d-name")).to_have_text(re.compile(r"^preview-pl_"))
+        rows = page.locator("#output-rows tr")
+        expect(rows.nth(2)).to_be_visible()
+        expect(page.locator("#output-head")).to_have_text(re.compile("counter.*twice"))
+        first = rows.first.locator("td")
+        counter = int(first.nth(0).inner_text())
+        assert int(first.nth(1).inner_text()) == 2 * counter
+        page.locator("#output-card").get_by_role("button", name="Stop").click()
+        expect(page.locator("#output-state")).to_have_text("stopped")
+        expect(page.locator("#d-state")).to_have_text(re.compile("Stopped|Finished"))
+
+        # Launch: the pipeline's page, where its graph's rates move as the job runs.
+        page.goto("/")
+        page.get_by_label("Name").fill("counts")
+        write_sql(page, COUNTS)
+        page.keyboard.press("ControlOrMeta+Shift+Enter")
+        page.locator("#form-status").get_by_role("link", name="counts").click()
+        expect(page.locator("#d-state")).to_have_text("Running")
+        graph = page.locator("#d-graph svg")
+        expect(graph.locator('[data-id="impulse"] .rate')).to_have_text(re.compile(r"out [1-9]"))
+        expect(graph.locator('[data-id="sink:out"] .rate')).to_have_text(re.compile(r"in [1-9]"))
+        # A node's metrics over time: their points grow as the reports come.
+        graph.locator('[data-id="impulse"]').click()
+        node = page.locator("#d-node")
+        expect(node.locator('.chart[data-metric="messages_sent"] canvas')).to_have_count(1)
+        points = node.locator('tr[data-metric="messages_sent"] td').nth(2)
+        expect(points).to_have_text(re.compile(r"\d+"))
+        seen = int(points.inner_text())
+        expect(points).not_to_have_text(str(seen))
+        page.screenshot(path=str(screenshots() / "cluster-pipeline.png"), full_page=True)
+
+        # A new parallelism: the job restarts from its checkpoint with it.
+        page.locator(".settings summary").click()
+        page.locator("#settings-form").get_by_label("Parallelism").fill("2")
+        page.get_by_role("button", name="Apply and restart").click()
+        expect(page.locator("#d-parallelism")).to_have_text("2")
+        expect(page.locator("#d-state")).to_have_text("Running")
+        expect(page.locator("#checkpoints details").first).to_be_visible()
+
+        # Stop with a checkpoint, then start again: it resumes.
+        page.get_by_role("button", name="Stop", exact=True).click()
+        expect(page.locator("#d-state")).to_have_text("Stopped")
+        stopped_epochs = page.locator("#checkpoints details").count()
+        page.get_by_role("button", name="Start", exact=True).click()
+        expect(page.locator("#d-state")).to_have_text("Running")
+        expect(page.locator("#checkpoints details")).not_to_have_count(stopped_epochs)
+        assert_fits(page)
+        page.get_by_role("button", name="Stop now").click()
+        expect(page.locator("#d-state")).to_have_text("Stopped")
+    assert problems == []
+
+
+def test_a_saved_udf_is_used_in_a_preview(cluster: Cluster) -> None:
+    chromium_path()
+    expect.set_options(timeout=TIMEOUT_S * 1000)
+    base = cluster.api_url.removesuffix("/api/v1")
+    with browser_page(base) as (page, problems):
+        page.on("dialog", lambda dialog: dialog.accept())
+        page.goto("/udfs")
+        write_sql(page, UDF, "UDF")
+        expect(page.locator("#udf-live")).to_have_text("Valid: defines plus_ten.")
+        page.get_by_role("button", name="Save").click()
+        expect(page.locator('#udfs tr[data-udf="plus_ten"]')).to_be_visible()
+
+        page.get_by_role("link", name="Pipelines").click()
+        write_sql(page, PREVIEW.replace("counter * 2 AS twice", "plus_ten(counter) AS later"))
+        expect(page.locator("#live-status")).to_have_text("Valid.")
+        page.locator("#new-form").get_by_role("button", name="Preview").click()
+        first = page.locator("#output-rows tr").first.locator("td")
+        expect(first.nth(1)).to_have_text(re.compile(r"\d+"))
+        assert int(first.nth(1).inner_text()) == int(first.nth(0).inner_text()) + 10
+        page.locator("#output-card").get_by_role("button", name="Stop").click()
+        expect(page.locator("#output-state")).to_have_text("stopped")
+
+        page.goto("/udfs")
+        page.locator('#udfs tr[data-udf="plus_ten"]').get_by_role("button", name="Delete").click()
+        expect(page.locator('#udfs tr[data-udf="plus_ten"]')).to_have_count(0)
+    assert problems == []
