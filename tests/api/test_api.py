@@ -382,6 +382,23 @@ async def test_validate_query_returns_the_graph_and_tables(
 
 
 @pytest.mark.spark
+async def test_the_graph_has_the_edges_of_a_windowed_aggregate(
+    tmp_path: Path, compiler: Compiler
+) -> None:
+    """A query grouped by a column named ``window``, which sqlglot cannot parse, still has its
+    edge from the table it reads."""
+    query = QUERY.replace(
+        "SELECT counter FROM impulse",
+        "SELECT count(*) AS counter FROM impulse GROUP BY tumble(interval '1 second')",
+    )
+    async with running_api(tmp_path, compiler=compiler) as env:
+        response = await env.client.post("/api/v1/pipelines/validate_query", json={"query": query})
+        body = await response.json()
+        assert body["errors"] == []
+        assert body["graph"]["edges"] == [{"source": "impulse", "target": "sink:out"}]
+
+
+@pytest.mark.spark
 async def test_validate_query_with_errors_is_200_with_positions(
     tmp_path: Path, compiler: Compiler
 ) -> None:

@@ -82,6 +82,11 @@ def test_write_preview_launch_watch_resize_stop_and_start(cluster: Cluster) -> N
         graph = page.locator("#d-graph svg")
         expect(graph.locator('[data-id="impulse"] .rate')).to_have_text(re.compile(r"out [1-9]"))
         expect(graph.locator('[data-id="sink:out"] .rate')).to_have_text(re.compile(r"in [1-9]"))
+        # The window's state between the source and the sink: impulse -> aggregate -> out.
+        expect(graph.locator('[data-id="sink:out/stateStoreSave0"] .kind')).to_contain_text(
+            "aggregate"
+        )
+        expect(graph.locator(".edge")).to_have_count(2)
         # A node's metrics over time: their points grow as the reports come.
         graph.locator('[data-id="impulse"]').click()
         node = page.locator("#d-node")

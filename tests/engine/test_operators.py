@@ -11,7 +11,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from arroyo.engine.catalog import spark_planner
-from arroyo.engine.operators import OperatorReport
+from arroyo.engine.operators import BUSY_WINDOW_S, BusyTime, OperatorReport
 from arroyo.engine.runner import BatchReport, PipelineRunner
 from tests.sql.harness import INPUTS, read_output
 
@@ -85,3 +85,23 @@ def test_each_node_of_the_graph_gets_its_rows(spark: SparkSession, tmp_path: Pat
     assert {o.state_rows for o in stateful} == {-1}
     assert all(r.interval_seconds > 0 for r in reports)
     assert all(0.0 <= o.backpressure <= 1.0 for q in by_query.values() for o in q)
+
+
+def test_backpressure_is_the_share_of_the_last_seconds_spent_in_batches() -> None:
+    # A query that keeps up: a batch of 0.15 s a second, each followed at once by one that
+    # closes windows without new input (Spark's input rate over processing rate says 1 here).
+    idle = BusyTime()
+    busy = 0.0
+    for second in range(30):
+        busy = idle.add(second, 0.15)
+        busy = idle.add(second + 0.15, 0.15)
+    assert busy == pytest.approx(0.3)
+    # One falling behind: batches back to back.
+    behind = BusyTime()
+    for n in range(30):
+        busy = behind.add(n * 2.0, 2.0)
+    assert busy == pytest.approx(1.0)
+    # A batch longer than the window counts the window's part of it only.
+    assert BusyTime().add(0.0, 3 * BUSY_WINDOW_S) == 1.0
+    # After a pause, the old batches no longer count.
+    assert behind.add(1000.0, 0.5) == pytest.approx(0.5 / BUSY_WINDOW_S)

@@ -8,6 +8,7 @@ session's temporary views, so calls are serialised.
 
 from __future__ import annotations
 
+import itertools
 import tempfile
 import threading
 from collections.abc import Iterable
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 import sqlglot
 import structlog
 from sqlglot import exp
+from sqlglot.tokens import Tokenizer, TokenType
 
 from arroyo.connectors.base import ConnectionProfile
 from arroyo.connectors.stage import STAGE_CONNECTOR
@@ -76,11 +78,26 @@ def dataflow_graph(program: PipelineProgram) -> tuple[list[pb.GraphNode], list[p
 
 
 def _reads(sql: str) -> set[str]:
+    """The tables ``sql`` reads. Where sqlglot cannot parse Spark's SQL (it takes a column
+    named ``window`` in a GROUP BY for a window clause), the names after each FROM and JOIN."""
     try:
         tree = sqlglot.parse_one(sql, read="spark")
     except sqlglot.errors.ParseError:
-        return set()
+        return _names_after_from(sql)
     return {t.name for t in tree.find_all(exp.Table)}
+
+
+def _names_after_from(sql: str) -> set[str]:
+    try:
+        tokens = Tokenizer().tokenize(sql)
+    except sqlglot.errors.TokenError:
+        return set()
+    return {
+        token.text
+        for before, token in itertools.pairwise(tokens)
+        if before.token_type in (TokenType.FROM, TokenType.JOIN)
+        and token.token_type in (TokenType.VAR, TokenType.IDENTIFIER)
+    }
 
 
 class Compiler:

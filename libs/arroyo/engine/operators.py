@@ -17,7 +17,8 @@ node per source table and per sink (``arroyo.compiler.compiler.dataflow_graph``)
 
 from __future__ import annotations
 
-import math
+import collections
+import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -110,10 +111,11 @@ class QueryGraph:
     rows_counted: bool
 
 
-def reports(progress: Any, graph: QueryGraph, dropped: dict[str, int]) -> list[OperatorReport]:
+def reports(
+    progress: Any, graph: QueryGraph, dropped: dict[str, int], backpressure: float = 0.0
+) -> list[OperatorReport]:
     """The graph's nodes over one batch of a query; ``dropped``: the undecodable records of
-    each source table in the batch."""
-    backpressure = _behind(progress)
+    each source table in the batch; ``backpressure``: the query's busy fraction (BusyTime)."""
     observed = {name: _values(row) for name, row in (progress.observedMetrics or {}).items()}
     by_table: dict[str, int] = {}
     for s in progress.sources or []:
@@ -161,17 +163,29 @@ def reports(progress: Any, graph: QueryGraph, dropped: dict[str, int]) -> list[O
     return out
 
 
-def _behind(progress: Any) -> float:
-    """0 to 1: the query's input rate over the rate it processes rows at (Spark's own sign of a
-    query falling behind its input); 0 for a batch without rows."""
-    arriving = float(progress.inputRowsPerSecond or 0.0)
-    processed = float(progress.processedRowsPerSecond or 0.0)
-    # Spark's rate over no elapsed time is not a number.
-    if not (math.isfinite(arriving) and math.isfinite(processed)):
-        return 0.0
-    if arriving <= 0.0 or processed <= 0.0:
-        return 0.0
-    return min(1.0, arriving / processed)
+# Seconds over which a query's busy fraction (its backpressure) is taken.
+BUSY_WINDOW_S = 10.0
+
+
+class BusyTime:
+    """The fraction of the last ``BUSY_WINDOW_S`` a query spent running batches, 0 to 1: near
+    1 when batches run back to back (the query is falling behind its input), near 0 when it
+    waits for its triggers. Spark's own ratio of input to processing rate is not that: it takes
+    the input rate since the previous batch began, so a batch that follows the one Spark runs
+    without new input to close windows looks as fast as its input however idle the query is."""
+
+    def __init__(self) -> None:
+        self.batches: collections.deque[tuple[float, float]] = collections.deque()
+
+    def add(self, began: float, seconds: float) -> float:
+        """Record a batch that began at ``began`` and ran ``seconds``; the busy fraction."""
+        end = began + max(seconds, 0.0)
+        self.batches.append((began, end))
+        since = end - BUSY_WINDOW_S
+        while self.batches and self.batches[0][1] <= since:
+            self.batches.popleft()
+        busy = sum(e - max(b, since) for b, e in self.batches)
+        return min(1.0, max(0.0, busy / BUSY_WINDOW_S))
 
 
 def _values(row: Any) -> dict[str, Any]:
@@ -197,6 +211,7 @@ class QueryOperators:
         self.graph: QueryGraph | None = None
         self.attempts = 0
         self.last_began: float | None = None
+        self.busy = BusyTime()
 
     def batch(
         self, progress: Any, dropped: dict[str, int], duration_ms: int
@@ -209,11 +224,12 @@ class QueryOperators:
         else:
             interval = max(duration_ms / 1000, 0.001)
         self.last_began = began
+        busy = self.busy.add(began if began is not None else time.time(), duration_ms / 1000)
         try:
             if self.graph is None and self.attempts < _GRAPH_ATTEMPTS:
                 self.attempts += 1
                 self.graph = self._graph()
-            nodes = reports(progress, self.graph, dropped) if self.graph is not None else []
+            nodes = reports(progress, self.graph, dropped, busy) if self.graph is not None else []
         except Exception as err:
             log.warning("operator_metrics_unread", sink=self.sink.name, error=str(err))
             nodes = []
