@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 import sqlglot
 import structlog
 from sqlglot import exp
-from sqlglot.tokens import Tokenizer, TokenType
+from sqlglot.tokenizer_core import TokenType
+from sqlglot.tokens import Tokenizer
 
 from arroyo.connectors.base import ConnectionProfile
 from arroyo.connectors.stage import STAGE_CONNECTOR
