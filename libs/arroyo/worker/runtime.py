@@ -138,7 +138,10 @@ class WorkerRuntime:
         program = PipelineProgram.from_json(program_json)
         route_stdout(self._live_output)
         # A warm worker's session was made before its job was known.
+        from arroyo.engine.session import DELTA_SNAPSHOT_PARTITIONS
+
         self.spark.conf.set("spark.sql.shuffle.partitions", str(program.parallelism))
+        self.spark.conf.set(DELTA_SNAPSHOT_PARTITIONS, str(program.parallelism))
         if is_remote(state_dir):
             # The job's state in an object store (checkpoint_url), worked on in a directory
             # of this worker's own.
