@@ -96,6 +96,11 @@ def test_write_preview_launch_watch_resize_stop_and_start(cluster: Cluster) -> N
         seen = int(points.inner_text())
         expect(points).not_to_have_text(str(seen))
         page.screenshot(path=str(screenshots() / "cluster-pipeline.png"), full_page=True)
+        # The sink's: its query's batch duration and watermark lag over time too.
+        graph.locator('[data-id="sink:out"]').click()
+        expect(node.locator("h3")).to_contain_text("sink:out")
+        for metric in ("batch_duration", "watermark_lag", "messages_recv"):
+            expect(node.locator(f'.chart[data-metric="{metric}"] canvas')).to_have_count(1)
 
         # A new parallelism: the job restarts from its checkpoint with it.
         page.locator(".settings summary").click()

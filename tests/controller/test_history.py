@@ -35,3 +35,21 @@ def test_a_state_that_empties_is_recorded_as_empty() -> None:
     state.state_rows, state.state_bytes = 0, 0
     history.record(5 * SECOND, [state])
     assert _points(history, "q/stateStoreSave0", "state_bytes") == [(0, 512.0), (5 * SECOND, 0.0)]
+
+
+def test_a_sink_has_its_querys_longest_batch_and_latest_watermark_lag() -> None:
+    history = MetricsHistory(retention_s=60, bucket_s=5)
+    sink = pb.NodeMetrics(operator_id="sink:out", query="q", messages_recv=1, interval_seconds=1)
+    for duration, lag in ((2.0, 9.0), (0.5, 3.0)):
+        sink.batch_duration_micros, sink.watermark_lag_micros = (
+            int(duration * SECOND),
+            int(lag * SECOND),
+        )
+        history.record(SECOND, [sink])
+    assert _points(history, "sink:out", "batch_duration") == [(0, 2.0)]
+    assert _points(history, "sink:out", "watermark_lag") == [(0, 3.0)]
+    # A query without a watermark (-1), and a node that is no sink: no such series.
+    sink.watermark_lag_micros = -1
+    history.record(6 * SECOND, [sink, pb.NodeMetrics(operator_id="src", query="q")])
+    assert _points(history, "sink:out", "watermark_lag") == [(0, 3.0)]
+    assert _points(history, "src", "batch_duration") == []

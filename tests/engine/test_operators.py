@@ -39,6 +39,9 @@ INSERT INTO totals SELECT customer, sum(total) AS total FROM orders GROUP BY cus
 """
 
 
+SINKS = ("sink:windows", "sink:totals")
+
+
 def _lines(name: str) -> int:
     return len((INPUTS / name).read_text().splitlines())
 
@@ -84,6 +87,14 @@ def test_each_node_of_the_graph_gets_its_rows(spark: SparkSession, tmp_path: Pat
     # RocksDB's rows are not counted by default (arroyo.engine.session): said, not shown as 0.
     assert {o.state_rows for o in stateful} == {-1}
     assert all(r.interval_seconds > 0 for r in reports)
+    # Each sink has its query's batch duration, and its watermark's lag behind the batch (the
+    # events are of 2024: years), which no other node has.
+    sinks = [o for q in by_query.values() for o in q if o.operator_id in SINKS]
+    assert sinks and all(o.batch_duration_micros > 0 for o in sinks)
+    lags = [o.watermark_lag_micros for o in by_query[union] if o.operator_id == "sink:windows"]
+    assert max(lags) > 365 * 24 * 3600 * 1_000_000
+    others = [o for q in by_query.values() for o in q if o.operator_id not in SINKS]
+    assert {(o.batch_duration_micros, o.watermark_lag_micros) for o in others} == {(0, -1)}
     assert all(0.0 <= o.backpressure <= 1.0 for q in by_query.values() for o in q)
 
 

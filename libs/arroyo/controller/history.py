@@ -6,8 +6,9 @@ keeps ``retention_s`` of them, so its size does not depend on how often batches 
 bucket's rates are per second over the time each query's batches cover, the highest of the
 queries that report an operator (each query reading a source reads all of it; a sink has one
 writer); its gauges are the last reported (state) or the highest (backpressure); its other
-counts are the highest of any one query's too. Buckets older than the retention before the
-newest report are dropped.
+counts are the highest of any one query's too. A sink also has its query's batch duration (the
+longest in the bucket) and watermark lag (at the bucket's last report), in seconds. Buckets
+older than the retention before the newest report are dropped.
 """
 
 from __future__ import annotations
@@ -24,7 +25,10 @@ RATES = ("messages_recv", "messages_sent")
 GAUGES = ("state_rows", "state_bytes")
 # Counts within the bucket.
 COUNTS = ("state_rows_updated", "late_rows_dropped", "deserialization_errors")
-SERIES = (*RATES, "backpressure", *GAUGES, *COUNTS)
+# A sink's (its query's), in seconds: the longest batch in the bucket, and the watermark's lag
+# behind the batch's start at the bucket's last report.
+QUERY_SERIES = ("batch_duration", "watermark_lag")
+SERIES = (*RATES, "backpressure", *GAUGES, *COUNTS, *QUERY_SERIES)
 
 
 @dataclass
@@ -34,6 +38,8 @@ class _Bucket:
     queries: dict[str, list[float]] = field(default_factory=dict)
     backpressure: float = 0.0
     gauges: tuple[float, float] | None = None
+    batch_duration: float | None = None
+    watermark_lag: float | None = None
 
     def add(self, n: pb.NodeMetrics) -> None:
         sums = self.queries.setdefault(n.query, [0.0] * (3 + len(COUNTS)))
@@ -45,6 +51,11 @@ class _Bucket:
         self.backpressure = max(self.backpressure, n.backpressure)
         if n.stateful:
             self.gauges = (n.state_rows, n.state_bytes)
+        if n.batch_duration_micros > 0:
+            seconds = n.batch_duration_micros / 1e6
+            self.batch_duration = max(self.batch_duration or 0.0, seconds)
+        if n.watermark_lag_micros >= 0:
+            self.watermark_lag = n.watermark_lag_micros / 1e6
 
     def values(self) -> dict[str, float]:
         sums = list(self.queries.values())
@@ -57,6 +68,10 @@ class _Bucket:
             out["state_rows"], out["state_bytes"] = self.gauges
         for i, name in enumerate(COUNTS):
             out[name] = max((s[3 + i] for s in sums), default=0.0)
+        if self.batch_duration is not None:
+            out["batch_duration"] = self.batch_duration
+        if self.watermark_lag is not None:
+            out["watermark_lag"] = self.watermark_lag
         return out
 
 

@@ -67,6 +67,10 @@ class OperatorReport:
     state_rows_updated: int = 0
     late_rows_dropped: int = 0
     deserialization_errors: int = 0
+    # A sink: its query's batch duration, and its watermark's lag behind the batch's start
+    # (-1: no watermark).
+    batch_duration_micros: int = 0
+    watermark_lag_micros: int = -1
 
 
 def sink_node(sink: str, is_stage: bool) -> str:
@@ -157,7 +161,13 @@ def reports(
         rows_out = max(0, int(progress.sink.numOutputRows or 0)) if progress.sink else 0
     out.append(
         OperatorReport(
-            graph.sink, graph.sink_label, messages_recv=int(rows_out), backpressure=backpressure
+            graph.sink,
+            graph.sink_label,
+            messages_recv=int(rows_out),
+            backpressure=backpressure,
+            batch_duration_micros=int((progress.durationMs or {}).get("triggerExecution") or 0)
+            * 1000,
+            watermark_lag_micros=_watermark_lag(progress),
         )
     )
     return out
@@ -186,6 +196,22 @@ class BusyTime:
             self.batches.popleft()
         busy = sum(e - max(b, since) for b, e in self.batches)
         return min(1.0, max(0.0, busy / BUSY_WINDOW_S))
+
+
+def _watermark_lag(progress: Any) -> int:
+    """Microseconds from the query's watermark to the batch's start; -1 without a watermark
+    (Spark reports the epoch) or past the end of a bounded input (the end of time)."""
+    watermark = (progress.eventTime or {}).get("watermark")
+    began = _began(progress)
+    if not watermark or began is None:
+        return -1
+    try:
+        at = datetime.fromisoformat(str(watermark).replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return -1
+    if at <= 0 or at > began:
+        return -1
+    return int((began - at) * 1_000_000)
 
 
 def _values(row: Any) -> dict[str, Any]:

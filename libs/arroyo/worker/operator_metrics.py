@@ -80,6 +80,8 @@ class OperatorMetrics:
                 state_rows_updated=o.state_rows_updated,
                 late_rows_dropped=o.late_rows_dropped,
                 deserialization_errors=o.deserialization_errors,
+                batch_duration_micros=o.batch_duration_micros,
+                watermark_lag_micros=o.watermark_lag_micros,
             )
             for o in report.operators
         ]

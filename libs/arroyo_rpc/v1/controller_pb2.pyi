@@ -188,7 +188,7 @@ class OperatorMetrics(_message.Message):
     def __init__(self, query: _Optional[str] = ..., rows_in: _Optional[int] = ..., rows_out: _Optional[int] = ..., rows_in_per_second: _Optional[float] = ..., rows_processed_per_second: _Optional[float] = ..., batch_duration_micros: _Optional[int] = ..., state_rows: _Optional[int] = ..., state_bytes: _Optional[int] = ..., dropped_bad_records: _Optional[int] = ..., watermark_micros: _Optional[int] = ..., dropped_overflow_messages: _Optional[int] = ...) -> None: ...
 
 class NodeMetrics(_message.Message):
-    __slots__ = ("operator_id", "label", "query", "messages_recv", "messages_sent", "interval_seconds", "backpressure", "state_rows", "state_bytes", "state_rows_updated", "late_rows_dropped", "deserialization_errors", "stateful")
+    __slots__ = ("operator_id", "label", "query", "messages_recv", "messages_sent", "interval_seconds", "backpressure", "state_rows", "state_bytes", "state_rows_updated", "late_rows_dropped", "deserialization_errors", "stateful", "batch_duration_micros", "watermark_lag_micros")
     OPERATOR_ID_FIELD_NUMBER: _ClassVar[int]
     LABEL_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
@@ -202,6 +202,8 @@ class NodeMetrics(_message.Message):
     LATE_ROWS_DROPPED_FIELD_NUMBER: _ClassVar[int]
     DESERIALIZATION_ERRORS_FIELD_NUMBER: _ClassVar[int]
     STATEFUL_FIELD_NUMBER: _ClassVar[int]
+    BATCH_DURATION_MICROS_FIELD_NUMBER: _ClassVar[int]
+    WATERMARK_LAG_MICROS_FIELD_NUMBER: _ClassVar[int]
     operator_id: str
     label: str
     query: str
@@ -215,7 +217,9 @@ class NodeMetrics(_message.Message):
     late_rows_dropped: int
     deserialization_errors: int
     stateful: bool
-    def __init__(self, operator_id: _Optional[str] = ..., label: _Optional[str] = ..., query: _Optional[str] = ..., messages_recv: _Optional[int] = ..., messages_sent: _Optional[int] = ..., interval_seconds: _Optional[float] = ..., backpressure: _Optional[float] = ..., state_rows: _Optional[int] = ..., state_bytes: _Optional[int] = ..., state_rows_updated: _Optional[int] = ..., late_rows_dropped: _Optional[int] = ..., deserialization_errors: _Optional[int] = ..., stateful: _Optional[bool] = ...) -> None: ...
+    batch_duration_micros: int
+    watermark_lag_micros: int
+    def __init__(self, operator_id: _Optional[str] = ..., label: _Optional[str] = ..., query: _Optional[str] = ..., messages_recv: _Optional[int] = ..., messages_sent: _Optional[int] = ..., interval_seconds: _Optional[float] = ..., backpressure: _Optional[float] = ..., state_rows: _Optional[int] = ..., state_bytes: _Optional[int] = ..., state_rows_updated: _Optional[int] = ..., late_rows_dropped: _Optional[int] = ..., deserialization_errors: _Optional[int] = ..., stateful: _Optional[bool] = ..., batch_duration_micros: _Optional[int] = ..., watermark_lag_micros: _Optional[int] = ...) -> None: ...
 
 class JobMetricsRequest(_message.Message):
     __slots__ = ("job", "time_micros", "operators", "nodes")

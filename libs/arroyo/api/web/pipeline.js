@@ -34,6 +34,8 @@ const METRIC_NAMES = {
   state_rows_updated: "state rows updated",
   late_rows_dropped: "late rows dropped",
   deserialization_errors: "bad records dropped",
+  batch_duration: "batch duration (s)",
+  watermark_lag: "watermark lag (s)",
 };
 
 /** Empties the detail view, so nothing of the last pipeline shown lingers. */
