@@ -574,7 +574,20 @@ def test_a_udf_is_validated_as_typed_saved_used_in_a_query_and_deleted(
         row.get_by_role("button", name="Delete").click()
         expect(page.locator("#udf-status")).to_have_text("Deleted double_it.")
         expect(row).to_have_count(0)
-    refused = (
-        "console: Failed to load resource: the server responded with a status of 409 (Conflict)"
-    )
-    assert [p for p in problems if p != refused] == []
+
+        # A link to a pipeline that does not exist: the API's answer where the page would be,
+        # and no "Loading" left behind; a path that is no page says so.
+        page.goto("/pipelines/pl_gone")
+        expect(page.locator("#load-alert")).to_have_text(
+            re.compile(r"Could not load the pipeline: .*pl_gone.*\(HTTP 404\)")
+        )
+        expect(page.locator("#detail-loading")).to_be_hidden()
+        page.goto("/nowhere")
+        expect(page.locator("#route-alert")).to_have_text(
+            "There is no page /nowhere: see the pipelines."
+        )
+    refused = {
+        "console: Failed to load resource: the server responded with a status of 409 (Conflict)",
+        "console: Failed to load resource: the server responded with a status of 404 (Not Found)",
+    }
+    assert [p for p in problems if p not in refused] == []

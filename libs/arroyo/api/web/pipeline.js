@@ -93,6 +93,7 @@ function renderErrors(list) {
 export function detailView(id, { navigate }) {
   resetDetail();
   $("detail-view").hidden = false;
+  showText($("detail-loading"), "Loading the pipeline…");
   const listeners = new AbortController();
   const on = (el, type, fn) => el.addEventListener(type, fn, { signal: listeners.signal });
   const base = `/pipelines/${encodeURIComponent(id)}`;
@@ -206,10 +207,13 @@ export function detailView(id, { navigate }) {
     try {
       [pipeline, jobs] = await Promise.all([api("GET", base), api("GET", `${base}/jobs`)]);
     } catch (err) {
-      if (!stopped()) showError($("load-alert"), "Could not load the pipeline", err);
+      if (stopped()) return;
+      $("detail-loading").hidden = true;
+      showError($("load-alert"), "Could not load the pipeline", err);
       return;
     }
     if (stopped() || version !== current.version) return;
+    $("detail-loading").hidden = true;
     hide($("load-alert"));
     renderPipeline(pipeline);
     renderJob(jobs.data.find((j) => j.id === pipeline.job_id));

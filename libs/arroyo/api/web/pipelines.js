@@ -124,10 +124,12 @@ export function pipelinesPage({ navigate }) {
     editor,
     show() {
       $("list-view").hidden = false;
+      $("list-loading").hidden = false;
       const poll = poller(async (stopped) => {
         try {
           const page = await api("GET", "/pipelines?limit=100");
           if (stopped()) return;
+          $("list-loading").hidden = true;
           hide($("list-alert"));
           renderIfChanged($("pipelines"), page.data, (pipelines) => pipelines.map((p) =>
             h("tr", {},
@@ -139,7 +141,9 @@ export function pipelinesPage({ navigate }) {
           $("list-empty").hidden = page.data.length > 0;
           $("list-more").hidden = !page.has_more;
         } catch (err) {
-          if (!stopped()) showError($("list-alert"), "Could not list the pipelines", err);
+          if (stopped()) return;
+          $("list-loading").hidden = true;
+          showError($("list-alert"), "Could not list the pipelines", err);
         }
       });
       refreshList = poll.now;

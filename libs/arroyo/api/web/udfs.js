@@ -72,10 +72,12 @@ export function udfsPage() {
   return {
     show() {
       $("udfs-view").hidden = false;
+      $("udfs-loading").hidden = false;
       const poll = poller(async (stopped) => {
         try {
           const list = await api("GET", "/udfs");
           if (stopped()) return;
+          $("udfs-loading").hidden = true;
           hide($("udfs-alert"));
           renderIfChanged($("udfs"), list.data, (udfs) => udfs.map((u) =>
             h("tr", { "data-udf": u.name },
@@ -85,7 +87,9 @@ export function udfsPage() {
               h("td", {}, h("button", { type: "button", onclick: () => remove(u) }, "Delete")))));
           $("udfs-empty").hidden = list.data.length > 0;
         } catch (err) {
-          if (!stopped()) showError($("udfs-alert"), "Could not list the UDFs", err);
+          if (stopped()) return;
+          $("udfs-loading").hidden = true;
+          showError($("udfs-alert"), "Could not list the UDFs", err);
         }
       });
       refresh = poll.now;
