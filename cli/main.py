@@ -1,4 +1,4 @@
-"""``arroyo run``, ``arroyo validate`` and ``arroyo migrate``.
+"""``arroyo run``, ``arroyo validate``, ``arroyo migrate`` and ``arroyo keys`` (cli/keys.py).
 
 ``validate`` prints the dataflow on stdout and its warnings (a source that cannot replay into
 an exactly-once sink) on stderr. Exit codes: 0 success, 1 the pipeline failed while running, 2
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from arroyo.errors import ArroyoError, PlanningError
 from arroyo.logging import configure_logging
 from arroyo.program.spec import PipelineProgram
+from arroyo_cli.keys import add_keys_parser, run_keys
 from arroyo_cli.services import SERVICES, add_worker_arguments, run_service
 from arroyo_cli.timings import CatalystWork, Timings
 
@@ -75,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser(
         "migrate", parents=[config_option], help="create or update the control plane's database"
     )
+    add_keys_parser(sub, config_option)
     cluster = sub.add_parser(
         "cluster",
         parents=[config_option],
@@ -94,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(args.log_level, args.log_json)
     if args.command == "migrate":
         return _migrate(args.config)
+    if args.command == "keys":
+        return run_keys(args)
     if args.command in SERVICES or args.command == "cluster":
         return run_service(args)
     timings = Timings(args.timings)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import unquote, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from arroyo.errors import ArroyoError, ErrorDomain
 
@@ -53,6 +53,20 @@ class ServiceAddress(_Section):
 class ApiConfig(ServiceAddress):
     port: int = 5115
     admin_port: int = 5125
+    # A key the api accepts as given (at least 32 characters, no '.'), kept hashed as the key
+    # `key_bootstrap`: how a deployment that cannot run `arroyo keys create` first (a compose
+    # file, a Helm chart) starts with one. Never logged.
+    bootstrap_key: SecretStr | None = None
+
+    @field_validator("bootstrap_key")
+    @classmethod
+    def _strong_enough(cls, key: SecretStr | None) -> SecretStr | None:
+        if key is not None:
+            value = key.get_secret_value()
+            if len(value) < 32 or "." in value:
+                raise ValueError("must be at least 32 characters, without '.'")
+        return key
+
     # How long a request that compiles (create, validate, preview) waits for a compiler that
     # does not answer (one still starting Spark) before it is refused with a 503.
     compiler_wait_s: float = 60.0

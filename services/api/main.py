@@ -4,24 +4,42 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 
 from aiohttp import web
 
 from arroyo.api import create_app, web_root
+from arroyo.api.auth import KeyRing, NoApiKeyError, is_loopback, refuse_open_bind
 from arroyo.config import Config
 from arroyo.rpc import CompilerClient, ControllerClient
 from arroyo.service import Listen, RunningService, serve
 from arroyo.store import open_store
+from arroyo.store.api_keys import bootstrap_api_key
 
 
 def main(config: Config, args: argparse.Namespace) -> int:
-    asyncio.run(_serve(config))
+    try:
+        asyncio.run(_serve(config))
+    except NoApiKeyError as err:
+        print(f"error[{err.code}]: {err.message}", file=sys.stderr)
+        return 2
     return 0
 
 
 async def _serve(config: Config) -> None:
     store = await open_store(config.database_url())
     await store.migrate()
+    host = config.api.bind_host
+    if config.api.bootstrap_key is not None:
+        await store.put_bootstrap_api_key(
+            bootstrap_api_key(config.api.bootstrap_key.get_secret_value())
+        )
+    try:
+        refuse_open_bind(host, await store.list_api_keys())
+    except NoApiKeyError:
+        await store.close()
+        raise
+    keys = KeyRing(store, always=not is_loopback(host))
     # A cold compiler starts Spark before its first answer.
     compiler = CompilerClient(config.compiler.dial(), timeout_s=120)
     controller = ControllerClient(config.controller.dial())
@@ -31,6 +49,7 @@ async def _serve(config: Config) -> None:
         controller,
         web_root=web_root(),
         compiler_wait_s=config.api.compiler_wait_s,
+        keys=keys,
     )
     runner = web.AppRunner(app)
 

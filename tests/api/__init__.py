@@ -16,6 +16,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
 from arroyo.api import create_app
+from arroyo.api.auth import KeyRing
 from arroyo.rpc import CompilerClient, ControllerClient
 from arroyo.store import Store, open_store
 from arroyo.testing.ports import free_port
@@ -63,10 +64,12 @@ async def running_api(
     web_root: Path | None = None,
     extra_routes: Callable[[web.Application], None] | None = None,
     compiler_wait_s: float = 0.5,
+    keys_always: bool | None = None,
 ) -> AsyncIterator[Env]:
     """The api over a fresh store; ``compiler`` None or ``controller_up`` False leave that
     service's address unanswered. ``compiler_wait_s``: short, so that a test of a compiler that
-    is down does not wait the minute a deployment waits for one."""
+    is down does not wait the minute a deployment waits for one. ``keys_always``: None, no API
+    keys; else the api checks them (``arroyo.api.auth``), always (True) or once one exists."""
     async with AsyncExitStack() as stack:
         store = await open_store(f"sqlite:///{tmp_path / 'arroyo.db'}")
         stack.push_async_callback(store.close)
@@ -96,6 +99,7 @@ async def running_api(
             controller_client,
             web_root=web_root,
             compiler_wait_s=compiler_wait_s,
+            keys=None if keys_always is None else KeyRing(store, always=keys_always),
         )
         if extra_routes is not None:
             extra_routes(app)

@@ -54,6 +54,8 @@ class Cluster:
     launched: dict[str, tuple[list[str], dict[str, str]]] = field(default_factory=dict)
     # The bucket of its checkpoints, where they are in an object store.
     bucket: str | None = None
+    # The API key its calls send, where the api requires one.
+    api_key: str | None = None
 
     def __post_init__(self) -> None:
         self.env = {
@@ -159,11 +161,11 @@ class Cluster:
     ) -> tuple[int, Any]:
         """``call``, with the success status too."""
         data = None if body is None else json.dumps(body).encode()
+        headers = {"content-type": "application/json"}
+        if self.api_key is not None:
+            headers["authorization"] = f"Bearer {self.api_key}"
         request = urllib.request.Request(
-            self.api_url + path,
-            data=data,
-            method=method,
-            headers={"content-type": "application/json"},
+            self.api_url + path, data=data, method=method, headers=headers
         )
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ import yaml
 
 from arroyo.config import load_config
 from arroyo.testing.ports import free_port
-from tests.cluster.harness import Cluster, fresh_postgres_database
+from tests.cluster.harness import ApiError, Cluster, fresh_postgres_database
 
 ROOT = Path(__file__).resolve().parents[2]
 ARROYO_SERVICES = ("migrate", "controller", "compiler", "node", "api")
@@ -88,6 +89,9 @@ def test_compose_services_run_a_pipeline_as_local_processes(
         if key.endswith("_PORT")
     }
     cluster = Cluster(tmp_path, database)
+    # The key the file asks for (docker compose would refuse to start without ARROYO_API_KEY).
+    cluster.api_key = secrets.token_hex(32)
+    spec["api"]["environment"]["ARROYO__API__BOOTSTRAP_KEY"] = cluster.api_key
     base_env = dict(cluster.env)
     api = localise(spec["api"]["environment"], ports, database, tmp_path)
     cluster.api_url = f"http://127.0.0.1:{api['ARROYO__API__PORT']}/api/v1"
@@ -110,6 +114,12 @@ def test_compose_services_run_a_pipeline_as_local_processes(
         INSERT INTO out SELECT tumble(interval '1 second') AS window, count(*) AS n
         FROM impulse GROUP BY window;
         """
+        # The api requires the key (on loopback too, here: a key exists).
+        cluster.api_key, key = None, cluster.api_key
+        with pytest.raises(ApiError) as refused:
+            cluster.call("GET", "/pipelines")
+        assert refused.value.status == 401
+        cluster.api_key = key
         pid = cluster.call("POST", "/pipelines", {"name": "compose", "query": query})["id"]
         job = cluster.wait_state(pid, "Finished", "Failed")
         assert job["state"] == "Finished", job

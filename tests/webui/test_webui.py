@@ -26,10 +26,12 @@ from aiohttp import web
 from playwright.sync_api import expect
 
 from arroyo.api import create_app
+from arroyo.api.auth import KeyRing
 from arroyo.api.webui import web_root
 from arroyo.controller.controller import OutputBatch
 from arroyo.rpc import CompilerClient, ControllerClient
 from arroyo.store import Checkpoint, JobId, JobState, Store, open_store
+from arroyo.store.api_keys import new_api_key
 from arroyo_rpc.v1 import controller_pb2
 from tests.aio import LoopThread, loop_thread
 from tests.services import ScriptedController, compiler_service, controller_service, serving
@@ -107,8 +109,9 @@ class Api:
 
 
 @contextmanager
-def running_api(tmp_path: Path, spark: SparkSession) -> Iterator[Api]:
-    """The api with the UI on a free port of 127.0.0.1, its servers on a background loop."""
+def running_api(tmp_path: Path, spark: SparkSession, *, keys: bool = False) -> Iterator[Api]:
+    """The api with the UI on a free port of 127.0.0.1, its servers on a background loop;
+    ``keys``: the api requires an API key (as it does beyond loopback)."""
     from arroyo.compiler import Compiler
 
     compiler = Compiler(spark)
@@ -136,7 +139,13 @@ def running_api(tmp_path: Path, spark: SparkSession) -> Iterator[Api]:
         controller_client = await stack.enter_async_context(
             ControllerClient(str(controlling.grpc_address))
         )
-        app = create_app(store, compiler_client, controller_client, web_root=web_root())
+        app = create_app(
+            store,
+            compiler_client,
+            controller_client,
+            web_root=web_root(),
+            keys=KeyRing(store, always=True) if keys else None,
+        )
         runner = web.AppRunner(app)
         await runner.setup()
         stack.push_async_callback(runner.cleanup)
@@ -591,3 +600,40 @@ def test_a_udf_is_validated_as_typed_saved_used_in_a_query_and_deleted(
         "console: Failed to load resource: the server responded with a status of 404 (Not Found)",
     }
     assert [p for p in problems if p not in refused] == []
+
+
+@pytest.mark.spark
+def test_an_api_that_requires_a_key_asks_for_one(tmp_path: Path, spark: SparkSession) -> None:
+    chromium_path()
+    expect.set_options(timeout=TIMEOUT_S * 1000)
+    with running_api(tmp_path, spark, keys=True) as api, browser_page(api.url) as (page, problems):
+        key, token = new_api_key("browser")
+        api.run(api.store.create_api_key(key))
+        page.goto("/")
+        signin = page.locator("#signin")
+        expect(signin).to_contain_text("This Arroyo requires an API key.")
+        expect(page.locator("#list-alert")).to_contain_text("HTTP 401")
+
+        # A wrong key: refused, with the API's reason, and not kept.
+        signin.get_by_label("API key").fill(token[:-2] + "xx")
+        signin.get_by_role("button", name="Sign in").click()
+        expect(page.locator("#signin-alert")).to_contain_text("was not accepted")
+        expect(page.locator("#signin-alert")).to_contain_text("HTTP 401")
+
+        # The key: every page works, the preview's event stream included (by the cookie).
+        signin.get_by_label("API key").fill(token)
+        signin.get_by_role("button", name="Sign in").click()
+        expect(page.get_by_text("No pipelines yet")).to_be_visible()
+        expect(signin).to_be_hidden()
+        page.screenshot(path=str(screenshots() / "signed-in.png"), full_page=True)
+        write_sql(page, QUERY)
+        page.locator("#new-form").get_by_role("button", name="Preview").click()
+        expect(page.locator("#output-state")).to_have_text("done")
+        expect(page.locator("#output-rows tr")).to_have_count(len(OUTPUT_ROWS))
+
+        # Revoked: the page asks again.
+        api.run(api.store.revoke_api_key(key.id))
+        page.get_by_role("button", name="Sign out").click()
+        expect(signin).to_contain_text("This Arroyo requires an API key.")
+    refused = "console: Failed to load resource: the server responded with a status of 401"
+    assert [p for p in problems if not p.startswith(refused)] == []

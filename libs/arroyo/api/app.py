@@ -15,6 +15,7 @@ import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from arroyo.api.auth import KeyRing, auth_middleware
 from arroyo.api.errors import InvalidQueryError, http_status
 from arroyo.api.handlers import COMPILER_WAIT_S, Api
 from arroyo.api.models import ErrorBody
@@ -42,6 +43,7 @@ def create_app(
     *,
     web_root: Path | None = None,
     compiler_wait_s: float = COMPILER_WAIT_S,
+    keys: KeyRing | None = None,
 ) -> web.Application:
     """The application serving ``/api/v1`` over ``store`` and the two clients.
 
@@ -51,9 +53,12 @@ def create_app(
     ``WebRootError``), its files are served from ``/``, and any other path outside ``/api/``
     that names no file gets ``index.html``, so the UI can route its own paths.
     ``compiler_wait_s``: how long a request that compiles waits for a compiler that does not
-    answer (one still starting) before it is a 503.
+    answer (one still starting) before it is a 503. With ``keys``, ``/api/v1`` requires an
+    API key when they say so (``arroyo.api.auth``); without, it is open (tests, a caller that
+    guards it itself).
     """
-    app = web.Application(middlewares=[error_middleware])
+    middlewares = [error_middleware] if keys is None else [error_middleware, auth_middleware(keys)]
+    app = web.Application(middlewares=middlewares)
     api = Api(
         store,
         compiler,

@@ -57,7 +57,19 @@ def openapi_document(routes: Sequence[Route[Any, Any]]) -> dict[str, Any]:
             "description": "Streaming SQL pipelines on Spark Structured Streaming.",
         },
         "paths": paths,
-        "components": {"schemas": schemas},
+        "components": {
+            "schemas": schemas,
+            # arroyo.api.auth: required beyond loopback, and on loopback once a key exists.
+            "securitySchemes": {
+                "apiKey": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "a key made by `arroyo keys create` (<id>.<secret>)",
+                },
+                "cookie": {"type": "apiKey", "in": "cookie", "name": "arroyo_key"},
+            },
+        },
+        "security": [{"apiKey": []}, {"cookie": []}],
     }
 
 
@@ -132,7 +144,7 @@ def _success(route: Route[Any, Any], refs: _Refs) -> dict[str, Any]:
 
 
 def _error_statuses(route: Route[Any, Any]) -> set[int]:
-    statuses = {500, *route.errors}
+    statuses = {401, 500, *route.errors}
     if route.body is not None or route.query is not None:
         statuses.add(400)
     if route.path_parameters:

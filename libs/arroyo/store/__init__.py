@@ -4,6 +4,8 @@ from pathlib import Path
 
 from arroyo.store.errors import Conflict, DatabaseUrlError, NotFound, StoreError
 from arroyo.store.model import (
+    ApiKey,
+    ApiKeyId,
     Checkpoint,
     ConnectionProfile,
     ConnectionProfileId,
@@ -24,6 +26,8 @@ from arroyo.store.model import (
 )
 
 __all__ = [
+    "ApiKey",
+    "ApiKeyId",
     "Checkpoint",
     "Conflict",
     "ConnectionProfile",

@@ -13,6 +13,7 @@ import time
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+from arroyo.store.api_keys import ApiKeyQueries
 from arroyo.store.connection_tables import ConnectionTableQueries
 from arroyo.store.errors import Conflict, NotFound, StoreError
 from arroyo.store.migrations import LATEST_VERSION, MIGRATIONS, SCHEMA_VERSION_TABLE, Dialect
@@ -102,7 +103,7 @@ def _check_limit(limit: int) -> None:
         raise ValueError(f"limit must be >= 0, got {limit}")
 
 
-class SqlStore(ConnectionTableQueries, UdfQueries, abc.ABC):
+class SqlStore(ConnectionTableQueries, UdfQueries, ApiKeyQueries, abc.ABC):
     """``model.Store`` over any SQL engine; see that Protocol for the contract of each method."""
 
     dialect: Dialect

@@ -185,6 +185,19 @@ MIGRATIONS: list[Migration] = [
         CREATE UNIQUE INDEX udfs_by_lower_name ON udfs (lower(name))
         """,
     ),
+    Migration(
+        5,
+        """
+        CREATE TABLE api_keys (
+            id TEXT NOT NULL PRIMARY KEY,
+            name TEXT NOT NULL,
+            -- the SHA-256 (hex) of the secret of the key (the secret itself is never stored)
+            secret_sha256 TEXT NOT NULL,
+            created_at BIGINT NOT NULL,
+            revoked_at BIGINT
+        )
+        """,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1].version

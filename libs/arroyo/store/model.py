@@ -19,6 +19,7 @@ JobId = NewType("JobId", str)
 ConnectionProfileId = NewType("ConnectionProfileId", str)
 ConnectionTableId = NewType("ConnectionTableId", str)
 UdfId = NewType("UdfId", str)
+ApiKeyId = NewType("ApiKeyId", str)
 
 
 class StopMode(enum.StrEnum):
@@ -188,6 +189,20 @@ class SavedUdf:
     updated_at: int
 
 
+@dataclass(frozen=True)
+class ApiKey:
+    """A key to the REST API (``arroyo keys create``). Only the SHA-256 of its secret is kept:
+    the secret is 32 random bytes, so a digest cannot be reversed by guessing, and a slow,
+    salted hash (made for passwords people choose) would add nothing but time to each
+    request."""
+
+    id: ApiKeyId
+    name: str
+    secret_sha256: str  # hex
+    created_at: int
+    revoked_at: int | None = None
+
+
 class Store(Protocol):
     """The control plane's database. One implementation per engine (SQLite, PostgreSQL), one
     schema and one list of migrations for both.
@@ -319,4 +334,21 @@ class Store(Protocol):
 
     async def delete_udf(self, udf_id: UdfId) -> None:
         """Pipelines compiled with it keep it as it was when they were compiled."""
+        ...
+
+    # API keys (the CLI writes them, the api reads them)
+    async def create_api_key(self, key: ApiKey) -> None:
+        """Conflict when a key of that name (not revoked) exists."""
+        ...
+
+    async def put_bootstrap_api_key(self, key: ApiKey) -> None:
+        """Store ``key`` as it is, replacing any of its id (a bootstrap key set in config)."""
+        ...
+
+    async def list_api_keys(self) -> list[ApiKey]:
+        """Oldest first, revoked ones included."""
+        ...
+
+    async def revoke_api_key(self, key_id: ApiKeyId) -> ApiKey:
+        """NotFound when no key has that id; revoking a revoked key changes nothing."""
         ...

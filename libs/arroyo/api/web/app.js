@@ -7,6 +7,7 @@
 
 import { detailView } from "./pipeline.js";
 import { pipelinesPage } from "./pipelines.js";
+import { watchSignIn } from "./signin.js";
 import { udfsPage } from "./udfs.js";
 import { $, POLL_MS, api, h, hide, showText } from "./util.js";
 
@@ -88,5 +89,6 @@ function router() {
   route();
 }
 
+watchSignIn();
 router();
 watchReadiness();

@@ -2,6 +2,8 @@
 // parsed as HTML), formatting, the API client, and polling.
 
 export const API = "/api/v1";
+// The event an API call that needs a key sends (on window).
+export const UNAUTHORIZED = "arroyo:unauthorized";
 export const POLL_MS = 2000;
 
 export const $ = (id) => document.getElementById(id);
@@ -124,6 +126,10 @@ export async function api(method, path, body) {
     const message = data && typeof data.error === "string"
       ? data.error
       : `${response.status} ${response.statusText}`;
+    // No key, or one refused: the sign-in (signin.js) asks for one.
+    if (response.status === 401) {
+      window.dispatchEvent(new CustomEvent(UNAUTHORIZED, { detail: message }));
+    }
     throw new ApiError(response.status, `${message} (HTTP ${response.status})`, data);
   }
   if (data === null && response.status !== 204) {
