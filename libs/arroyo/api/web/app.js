@@ -1,10 +1,12 @@
 // Arroyo's web UI: ES modules over the REST API (/api/v1), no build step; its libraries are
 // bundled into vendor/ by scripts/vendor-web (committed).
 // Routes (in the URL's hash): #/ lists the pipelines and creates one; #/pipelines/<id> shows one;
-// #/udfs lists the saved UDFs and saves one (udfs.js).
+// #/udfs lists the saved UDFs and saves one (udfs.js); #/connections the saved connection
+// profiles and tables, with a wizard that saves one (connections.js).
 // Every failed API call is shown in the nearest role="alert" element, never dropped.
 
 import { renderCharts } from "./charts.js";
+import { connectionsView, renderConnectionsAside } from "./connections.js";
 import { sqlEditor } from "./editor.js";
 import { latestMetrics, renderGraph } from "./graph.js";
 import { udfsView } from "./udfs.js";
@@ -22,6 +24,7 @@ let refreshList = () => {};
 
 function listView() {
   $("list-view").hidden = false;
+  renderConnectionsAside($("connections-aside"), editor);
   const poll = poller(async (stopped) => {
     try {
       const page = await api("GET", "/pipelines?limit=100");
@@ -559,6 +562,7 @@ function route() {
   const match = path.match(/^\/pipelines\/([^/]+)$/);
   if (path === "/") view = listView();
   else if (path === "/udfs") view = udfsView();
+  else if (path === "/connections") view = connectionsView();
   else if (match) view = detailView(decodeURIComponent(match[1]));
   else {
     showText($("route-alert"), `There is no page ${path}: see `,
