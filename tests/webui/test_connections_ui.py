@@ -134,3 +134,57 @@ def test_a_profile_and_a_table_are_made_with_the_wizard_used_by_name_and_deleted
         expect(page.get_by_text("No connection profiles yet.")).to_be_visible()
     refused = "console: Failed to load resource: the server responded with a status of 400"
     assert [p for p in problems if not p.startswith(refused)] == []
+
+
+@pytest.mark.spark
+def test_a_source_table_takes_its_columns_from_the_column_editor(
+    tmp_path: Path, spark: SparkSession
+) -> None:
+    chromium_path()
+    expect.set_options(timeout=TIMEOUT_S * 1000)
+    events = tmp_path / "events.json"
+    events.write_text('{"id": 1, "name": "a"}\n')
+    with running_api(tmp_path, spark) as api, browser_page(api.url) as (page, problems):
+        page.set_viewport_size({"width": 1024, "height": 900})
+        page.goto("/#/connections")
+        page.get_by_label("Connector", exact=True).select_option("single_file")
+        expect(page.get_by_text("single_file takes no profile.")).to_be_visible()
+        options = page.locator(".step", has_text="3. Options")
+        options.get_by_label("Table type").select_option("source")
+        path = options.get_by_label("path")
+        expect(path).to_have_attribute("aria-required", "true")
+        path.fill(str(events))
+        page.get_by_label("Table name").fill("events")
+
+        # A column left without a name is refused by the API, which names the field.
+        schema = page.locator(".step", has_text="4. Schema")
+        schema.get_by_role("button", name="Add column").click()
+        page.get_by_role("button", name="Save table").click()
+        alert = page.locator(".step", has_text="5. Test and save").get_by_role("alert")
+        expect(alert).to_contain_text("Could not save the table: body.schema.fields")
+        expect(alert).to_contain_text("HTTP 400")
+
+        # Two columns, one of them not nullable: tested, saved, listed with them.
+        rows = schema.locator("tr.column")
+        rows.nth(0).get_by_label("Column name").fill("id")
+        rows.nth(0).get_by_label("Column type").select_option("int64")
+        rows.nth(0).get_by_label("Nullable").uncheck()
+        schema.get_by_role("button", name="Add column").click()
+        rows.nth(1).get_by_label("Column name").fill("name")
+        page.get_by_role("button", name="Test table").click()
+        log = page.get_by_role("log")
+        expect(log).to_contain_text("the source table's options and schema are valid")
+        expect(log).to_contain_text("the table is ready to use")
+        page.get_by_role("button", name="Save table").click()
+        expect(page.get_by_text("Saved events: queries may name it now.")).to_be_visible()
+        row = page.locator('#connection-tables tr[data-table="events"]')
+        expect(row).to_contain_text("single_file")
+        expect(row).to_contain_text("source")
+        expect(row).to_contain_text("id, name")
+        saved = api.run(api.store.list_connection_tables(10, None))
+        assert [(f["name"], f["type"], f["required"]) for f in saved[0].schema["fields"]] == [
+            ("id", "int64", True),
+            ("name", "string", False),
+        ]
+    refused = "console: Failed to load resource: the server responded with a status of 400"
+    assert [p for p in problems if not p.startswith(refused)] == []

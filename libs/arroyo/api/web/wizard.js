@@ -245,7 +245,9 @@ export function connectionWizard({ onSaved }) {
       hide(status);
       log.replaceChildren();
       try {
-        await testTable({ ...body(), name: body().name || "untitled" }, (event) => {
+        const table = body();
+        // The name is not tested; the API takes none that is not one.
+        await testTable({ ...table, name: table.name || "untitled" }, (event) => {
           log.hidden = false;
           log.append(h("li", { class: event.error ? "bad" : event.done ? "ok" : "" },
             event.message));
