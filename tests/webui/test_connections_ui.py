@@ -120,6 +120,7 @@ def test_a_profile_and_a_table_are_made_with_the_wizard_used_by_name_and_deleted
         expect(page.locator("#form-status")).to_have_text(
             "The query is valid: 1 source(s), 1 sink(s)."
         )
+        page.screenshot(path=str(screenshots() / "connections-aside.png"), full_page=True)
 
         # Deleted after a confirmation: the table, then its profile.
         page.get_by_role("link", name="Connections").click()
