@@ -2,9 +2,11 @@
 // bundled into vendor/ by scripts/vendor-web (committed).
 // Pages, one module each, at real paths (the api serves index.html for any path that is not
 // a file, so a link to one works from anywhere): / lists the pipelines and creates one
-// (pipelines.js); /pipelines/<id> shows one (pipeline.js); /udfs the saved UDFs (udfs.js).
+// (pipelines.js); /pipelines/<id> shows one (pipeline.js); /udfs the saved UDFs (udfs.js);
+// /connections the saved connection profiles and tables, with a wizard (connections.js).
 // Every failed API call is shown in the nearest role="alert" element, never dropped.
 
+import { connectionsView } from "./connections.js";
 import { detailView } from "./pipeline.js";
 import { pipelinesPage } from "./pipelines.js";
 import { watchSignIn } from "./signin.js";
@@ -67,6 +69,7 @@ function router() {
     const match = path.match(/^\/pipelines\/([^/]+)$/);
     if (path === "/" || path === "/pipelines") view = pipelines.show();
     else if (path === "/udfs") view = udfs.show();
+    else if (path === "/connections") view = connectionsView();
     else if (match) view = detailView(decodeURIComponent(match[1]), { navigate });
     else {
       showText($("route-alert"), `There is no page ${path}: see `,

@@ -97,6 +97,11 @@ function makeEditor(parent, { label, hint, language, lint, keys, more }) {
     setText(text) {
       view.dispatch({ changes: { from: 0, to: view.state.doc.length, insert: text } });
     },
+    /** Puts `text` at the cursor (over the selection), the cursor after it. */
+    insert(text) {
+      view.dispatch(view.state.replaceSelection(text));
+      view.focus();
+    },
     /** Validates now, rather than after the pause. */
     validateNow() {
       forceLinting(view);

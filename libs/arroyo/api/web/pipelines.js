@@ -1,6 +1,7 @@
 // /: the pipelines, and the form for a new one around the SQL editor (validated as it is typed;
 // Ctrl/Cmd-Enter previews, Ctrl/Cmd-Shift-Enter creates).
 
+import { renderConnectionsAside } from "./connections.js";
 import { sqlEditor } from "./editor.js";
 import { EXAMPLES } from "./examples.js";
 import { renderGraph } from "./graph.js";
@@ -125,6 +126,7 @@ export function pipelinesPage({ navigate }) {
     show() {
       $("list-view").hidden = false;
       $("list-loading").hidden = false;
+      renderConnectionsAside($("connections-aside"), editor);
       const poll = poller(async (stopped) => {
         try {
           const page = await api("GET", "/pipelines?limit=100");
