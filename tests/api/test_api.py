@@ -378,6 +378,12 @@ async def test_validate_query_returns_the_graph_and_tables(
         tables = {t["name"]: t for t in body["tables"]}
         assert tables["impulse"]["role"] == "source"
         assert "counter" in {c["name"] for c in tables["impulse"]["columns"]}
+        # The functions a query may call, for an editor's completion: Spark's, Arroyo's
+        # rewrites and windows; names only, no operators.
+        functions = body["functions"]
+        assert functions == sorted(functions)
+        assert {"count", "regexp_like", "tumble", "hop", "session"} <= set(functions)
+        assert "%" not in functions and "&&" not in functions
         assert await env.store.list_pipelines(10) == []
 
 
@@ -411,6 +417,7 @@ async def test_validate_query_with_errors_is_200_with_positions(
         [error] = body["errors"]
         assert (error["code"], error["line"], error["column"]) == ("unknown_column", 3, 24)
         assert body["graph"] == {"nodes": [], "edges": []}
+        assert "count" in body["functions"]  # completion goes on while the query is wrong
 
 
 @pytest.mark.spark

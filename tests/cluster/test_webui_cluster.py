@@ -6,15 +6,22 @@ sends, rates its metrics report, a restart with a new parallelism, a stop with a
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from arroyo.testing.redis import RedisServer
 from tests.cluster.harness import Cluster
 from tests.webui.browser import assert_fits, browser_page, chromium_path, screenshots, write_sql
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("cluster")]
+
+# A bounded pipeline into the saved Redis table, which it names without a CREATE TABLE.
+INTO_SAVED = """CREATE TABLE impulse WITH (connector = 'impulse', event_rate = '1000',
+    message_count = '20');
+INSERT INTO ui_counters SELECT CAST(counter AS TEXT) AS k, counter FROM impulse;"""
 
 # Seconds: a job's first batch on a cold worker takes a while.
 TIMEOUT_S = 180
@@ -148,4 +155,53 @@ def test_a_saved_udf_is_used_in_a_preview(cluster: Cluster) -> None:
         page.goto("/udfs")
         page.locator('#udfs tr[data-udf="plus_ten"]').get_by_role("button", name="Delete").click()
         expect(page.locator('#udfs tr[data-udf="plus_ten"]')).to_have_count(0)
+    assert problems == []
+
+
+@pytest.mark.redis
+def test_a_table_made_with_the_wizard_takes_a_pipelines_rows(
+    cluster: Cluster, redis_server: RedisServer
+) -> None:
+    import redis
+
+    chromium_path()
+    expect.set_options(timeout=TIMEOUT_S * 1000)
+    base = cluster.api_url.removesuffix("/api/v1")
+    with browser_page(base) as (page, problems):
+        page.on("dialog", lambda dialog: dialog.accept())
+        page.goto("/connections")
+        page.locator("#wiz-connector").select_option("redis")
+        # A profile for the server, tested and saved.
+        page.locator("#wiz-profile").select_option("new")
+        profile = page.locator(".profile-new")
+        page.get_by_label("Profile name").fill("cluster_redis")
+        profile.get_by_label("address", exact=True).fill(redis_server.address)
+        profile.get_by_label("password").fill(redis_server.password)
+        profile.get_by_role("button", name="Test profile").click()
+        tested = page.locator(".step", has_text="2. Connection profile").get_by_role("status")
+        expect(tested).to_contain_text("Connected: connected to redis")
+        profile.get_by_role("button", name="Save profile").click()
+        expect(tested).to_have_text("Saved profile cluster_redis.")
+        # A string per row, under the row's key.
+        options = page.locator(".step", has_text="3. Options")
+        options.get_by_label("target", exact=True).select_option("string")
+        options.get_by_label("target.key_prefix").fill("ui:")
+        options.get_by_label("target.key_column").fill("k")
+        page.get_by_label("Table name").fill("ui_counters")
+        page.get_by_role("button", name="Save table").click()
+        expect(page.get_by_text("Saved ui_counters: queries may name it now.")).to_be_visible()
+
+        # A pipeline that names it, launched from the editor; it finishes, and Redis (read by
+        # its own client) has a key per row.
+        page.get_by_role("link", name="Pipelines").click()
+        expect(page.get_by_role("complementary", name="Connections")).to_contain_text("ui_counters")
+        page.get_by_label("Name").fill("into_redis")
+        write_sql(page, INTO_SAVED)
+        expect(page.locator("#live-status")).to_have_text("Valid.")
+        page.get_by_role("button", name="Create").click()
+        page.locator("#form-status").get_by_role("link", name="into_redis").click()
+        expect(page.locator("#d-state")).to_have_text("Finished")
+        client = redis.Redis(redis_server.host, redis_server.port, password=redis_server.password)
+        values = {k.decode(): json.loads(client.get(k) or b"null") for k in client.keys("ui:*")}
+        assert values == {f"ui:{n}": {"k": str(n), "counter": n} for n in range(20)}
     assert problems == []

@@ -493,6 +493,13 @@ def test_the_editor_underlines_a_typo_completes_names_and_runs_on_a_shortcut(
         option = page.locator(".cm-tooltip-autocomplete li", has_text="impulse")
         expect(option.first).to_be_visible()
         page.keyboard.press("Escape")
+        # A function: Spark's, Arroyo's (a window), from the catalog the compiler has.
+        page.keyboard.type(" WHERE regexp_lik")
+        expect(page.locator(".cm-tooltip-autocomplete li", has_text="regexp_like")).to_be_visible()
+        page.keyboard.press("Escape")
+        page.keyboard.type(" AND tumbl")
+        expect(page.locator(".cm-tooltip-autocomplete li", has_text="tumble")).to_be_visible()
+        page.keyboard.press("Escape")
         write_sql(page, "CREATE TABLE t WITH (connector = 'impulse', event_r")
         page.keyboard.press("Control+Space")
         expect(page.locator(".cm-tooltip-autocomplete li", has_text="event_rate")).to_be_visible()

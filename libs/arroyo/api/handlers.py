@@ -131,6 +131,7 @@ class Api(ConnectionTableHandlers, UdfHandlers, MetricsHandlers):
             tables=[_table(t) for t in response.tables],
             errors=[_diagnostic(d) for d in response.diagnostics],
             warnings=list(response.warnings),
+            functions=list(response.functions),
         )
 
     async def create_pipeline(self, call: Call[m.CreatePipelineRequest]) -> m.PipelineOut:

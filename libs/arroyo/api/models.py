@@ -323,6 +323,10 @@ class ValidateQueryResponse(_Response):
     tables: list[TableSchema]
     errors: list[Diagnostic] = Field(description="empty when the query is valid")
     warnings: list[str]
+    functions: list[str] = Field(
+        description="the functions a query may call (Spark's, Arroyo's, the windows, the "
+        "UDFs), sorted: for completion in an editor; there whether the query is valid or not"
+    )
 
 
 class JobOut(_Response):

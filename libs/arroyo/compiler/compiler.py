@@ -9,6 +9,7 @@ session's temporary views, so calls are serialised.
 from __future__ import annotations
 
 import itertools
+import re
 import tempfile
 import threading
 from collections.abc import Iterable
@@ -101,10 +102,29 @@ def _names_after_from(sql: str) -> set[str]:
     }
 
 
+# A function's name as a query writes it (Spark also lists operators, such as `%` and `&&`).
+_FUNCTION_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+# Arroyo's window functions, planned by the planner itself.
+_WINDOWS = ("tumble", "hop", "session")
+
+
 class Compiler:
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
         self._lock = threading.Lock()
+        self._builtins: frozenset[str] | None = None
+
+    def _functions(self, udfs: Iterable[str]) -> list[str]:
+        """Every function a query may call: Spark's built-in ones (read once from its
+        catalog), Arroyo's (the planner's rewrites), the windows, and ``udfs``."""
+        if self._builtins is None:
+            from arroyo.sql.functions import REWRITES
+
+            # Spark's own (not the UDFs earlier compiles registered in this session).
+            spark = {r[0] for r in self.spark.sql("SHOW SYSTEM FUNCTIONS").collect()}
+            named = {n.lower() for n in (*spark, *REWRITES, *_WINDOWS)}
+            self._builtins = frozenset(n for n in named if _FUNCTION_NAME.match(n))
+        return sorted(self._builtins | set(udfs))
 
     def compile(
         self,
@@ -124,6 +144,7 @@ class Compiler:
             p.name: ConnectionProfile(name=p.name, connector=p.connector, config=dict(p.config))
             for p in profiles
         }
+        library = None
         with self._lock:
             try:
                 library = load(udfs, UDFS_PATH) if udfs.strip() else None
@@ -138,11 +159,16 @@ class Compiler:
                     )
                     program = planner.plan(query)
             except PlanningError as err:
-                return pb.CompileResponse(diagnostics=[_diagnostic(d) for d in err.diagnostics])
+                return pb.CompileResponse(
+                    diagnostics=[_diagnostic(d) for d in err.diagnostics],
+                    functions=self._functions(library.udfs if library else ()),
+                )
             except ArroyoError as err:
                 return pb.CompileResponse(
-                    diagnostics=[common.Diagnostic(code=err.code, message=err.message)]
+                    diagnostics=[common.Diagnostic(code=err.code, message=err.message)],
+                    functions=self._functions(library.udfs if library else ()),
                 )
+            functions = self._functions(library.udfs if library else ())
         nodes, edges = dataflow_graph(program)
         tables = [
             pb.TableSchema(
@@ -163,6 +189,7 @@ class Compiler:
             edges=edges,
             tables=tables,
             warnings=[w.message for w in replay_warnings(program)],
+            functions=functions,
         )
 
     def validate_udfs(self, udfs: str) -> pb.ValidateUdfsResponse:

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from arroyo_rpc.v1 import common_pb2 as arroyo__rpc_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61rroyo_rpc/v1/compiler.proto\x12\rarroyo_rpc.v1\x1a\x1a\x61rroyo_rpc/v1/common.proto\"\xbc\x01\n\x0e\x43ompileRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x0c\n\x04udfs\x18\x02 \x01(\t\x12\x13\n\x0bparallelism\x18\x03 \x01(\x05\x12=\n\x13\x63onnection_profiles\x18\x04 \x03(\x0b\x32 .arroyo_rpc.v1.ConnectionProfile\x12\x39\n\x11\x63onnection_tables\x18\x05 \x03(\x0b\x32\x1e.arroyo_rpc.v1.ConnectionTable\"\xa1\x01\n\x11\x43onnectionProfile\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tconnector\x18\x02 \x01(\t\x12<\n\x06\x63onfig\x18\x03 \x03(\x0b\x32,.arroyo_rpc.v1.ConnectionProfile.ConfigEntry\x1a-\n\x0b\x43onfigEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\",\n\x0f\x43onnectionTable\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03\x64\x64l\x18\x02 \x01(\t\"6\n\x06\x43olumn\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x10\n\x08nullable\x18\x03 \x01(\x08\"d\n\x0bTableSchema\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x11\n\tconnector\x18\x03 \x01(\t\x12&\n\x07\x63olumns\x18\x04 \x03(\x0b\x32\x15.arroyo_rpc.v1.Column\"4\n\tGraphNode\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\"+\n\tGraphEdge\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\"\xe7\x01\n\x0f\x43ompileResponse\x12\x14\n\x0cprogram_json\x18\x01 \x01(\t\x12\'\n\x05nodes\x18\x02 \x03(\x0b\x32\x18.arroyo_rpc.v1.GraphNode\x12\'\n\x05\x65\x64ges\x18\x03 \x03(\x0b\x32\x18.arroyo_rpc.v1.GraphEdge\x12*\n\x06tables\x18\x04 \x03(\x0b\x32\x1a.arroyo_rpc.v1.TableSchema\x12.\n\x0b\x64iagnostics\x18\x05 \x03(\x0b\x32\x19.arroyo_rpc.v1.Diagnostic\x12\x10\n\x08warnings\x18\x06 \x03(\t\"#\n\x13ValidateUdfsRequest\x12\x0c\n\x04udfs\x18\x01 \x01(\t\"4\n\x03Udf\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x11\n\tsignature\x18\x03 \x01(\t\"h\n\x14ValidateUdfsResponse\x12 \n\x04udfs\x18\x01 \x03(\x0b\x32\x12.arroyo_rpc.v1.Udf\x12.\n\x0b\x64iagnostics\x18\x02 \x03(\x0b\x32\x19.arroyo_rpc.v1.Diagnostic2\xb4\x01\n\x0f\x43ompilerService\x12H\n\x07\x43ompile\x12\x1d.arroyo_rpc.v1.CompileRequest\x1a\x1e.arroyo_rpc.v1.CompileResponse\x12W\n\x0cValidateUdfs\x12\".arroyo_rpc.v1.ValidateUdfsRequest\x1a#.arroyo_rpc.v1.ValidateUdfsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1c\x61rroyo_rpc/v1/compiler.proto\x12\rarroyo_rpc.v1\x1a\x1a\x61rroyo_rpc/v1/common.proto\"\xbc\x01\n\x0e\x43ompileRequest\x12\r\n\x05query\x18\x01 \x01(\t\x12\x0c\n\x04udfs\x18\x02 \x01(\t\x12\x13\n\x0bparallelism\x18\x03 \x01(\x05\x12=\n\x13\x63onnection_profiles\x18\x04 \x03(\x0b\x32 .arroyo_rpc.v1.ConnectionProfile\x12\x39\n\x11\x63onnection_tables\x18\x05 \x03(\x0b\x32\x1e.arroyo_rpc.v1.ConnectionTable\"\xa1\x01\n\x11\x43onnectionProfile\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tconnector\x18\x02 \x01(\t\x12<\n\x06\x63onfig\x18\x03 \x03(\x0b\x32,.arroyo_rpc.v1.ConnectionProfile.ConfigEntry\x1a-\n\x0b\x43onfigEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\",\n\x0f\x43onnectionTable\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0b\n\x03\x64\x64l\x18\x02 \x01(\t\"6\n\x06\x43olumn\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04type\x18\x02 \x01(\t\x12\x10\n\x08nullable\x18\x03 \x01(\x08\"d\n\x0bTableSchema\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04role\x18\x02 \x01(\t\x12\x11\n\tconnector\x18\x03 \x01(\t\x12&\n\x07\x63olumns\x18\x04 \x03(\x0b\x32\x15.arroyo_rpc.v1.Column\"4\n\tGraphNode\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\r\n\x05label\x18\x03 \x01(\t\"+\n\tGraphEdge\x12\x0e\n\x06source\x18\x01 \x01(\t\x12\x0e\n\x06target\x18\x02 \x01(\t\"\xfa\x01\n\x0f\x43ompileResponse\x12\x14\n\x0cprogram_json\x18\x01 \x01(\t\x12\'\n\x05nodes\x18\x02 \x03(\x0b\x32\x18.arroyo_rpc.v1.GraphNode\x12\'\n\x05\x65\x64ges\x18\x03 \x03(\x0b\x32\x18.arroyo_rpc.v1.GraphEdge\x12*\n\x06tables\x18\x04 \x03(\x0b\x32\x1a.arroyo_rpc.v1.TableSchema\x12.\n\x0b\x64iagnostics\x18\x05 \x03(\x0b\x32\x19.arroyo_rpc.v1.Diagnostic\x12\x10\n\x08warnings\x18\x06 \x03(\t\x12\x11\n\tfunctions\x18\x07 \x03(\t\"#\n\x13ValidateUdfsRequest\x12\x0c\n\x04udfs\x18\x01 \x01(\t\"4\n\x03Udf\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04kind\x18\x02 \x01(\t\x12\x11\n\tsignature\x18\x03 \x01(\t\"h\n\x14ValidateUdfsResponse\x12 \n\x04udfs\x18\x01 \x03(\x0b\x32\x12.arroyo_rpc.v1.Udf\x12.\n\x0b\x64iagnostics\x18\x02 \x03(\x0b\x32\x19.arroyo_rpc.v1.Diagnostic2\xb4\x01\n\x0f\x43ompilerService\x12H\n\x07\x43ompile\x12\x1d.arroyo_rpc.v1.CompileRequest\x1a\x1e.arroyo_rpc.v1.CompileResponse\x12W\n\x0cValidateUdfs\x12\".arroyo_rpc.v1.ValidateUdfsRequest\x1a#.arroyo_rpc.v1.ValidateUdfsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -51,13 +51,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GRAPHEDGE']._serialized_start=688
   _globals['_GRAPHEDGE']._serialized_end=731
   _globals['_COMPILERESPONSE']._serialized_start=734
-  _globals['_COMPILERESPONSE']._serialized_end=965
-  _globals['_VALIDATEUDFSREQUEST']._serialized_start=967
-  _globals['_VALIDATEUDFSREQUEST']._serialized_end=1002
-  _globals['_UDF']._serialized_start=1004
-  _globals['_UDF']._serialized_end=1056
-  _globals['_VALIDATEUDFSRESPONSE']._serialized_start=1058
-  _globals['_VALIDATEUDFSRESPONSE']._serialized_end=1162
-  _globals['_COMPILERSERVICE']._serialized_start=1165
-  _globals['_COMPILERSERVICE']._serialized_end=1345
+  _globals['_COMPILERESPONSE']._serialized_end=984
+  _globals['_VALIDATEUDFSREQUEST']._serialized_start=986
+  _globals['_VALIDATEUDFSREQUEST']._serialized_end=1021
+  _globals['_UDF']._serialized_start=1023
+  _globals['_UDF']._serialized_end=1075
+  _globals['_VALIDATEUDFSRESPONSE']._serialized_start=1077
+  _globals['_VALIDATEUDFSRESPONSE']._serialized_end=1181
+  _globals['_COMPILERSERVICE']._serialized_start=1184
+  _globals['_COMPILERSERVICE']._serialized_end=1364
 # @@protoc_insertion_point(module_scope)

@@ -87,20 +87,22 @@ class GraphEdge(_message.Message):
     def __init__(self, source: _Optional[str] = ..., target: _Optional[str] = ...) -> None: ...
 
 class CompileResponse(_message.Message):
-    __slots__ = ("program_json", "nodes", "edges", "tables", "diagnostics", "warnings")
+    __slots__ = ("program_json", "nodes", "edges", "tables", "diagnostics", "warnings", "functions")
     PROGRAM_JSON_FIELD_NUMBER: _ClassVar[int]
     NODES_FIELD_NUMBER: _ClassVar[int]
     EDGES_FIELD_NUMBER: _ClassVar[int]
     TABLES_FIELD_NUMBER: _ClassVar[int]
     DIAGNOSTICS_FIELD_NUMBER: _ClassVar[int]
     WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    FUNCTIONS_FIELD_NUMBER: _ClassVar[int]
     program_json: str
     nodes: _containers.RepeatedCompositeFieldContainer[GraphNode]
     edges: _containers.RepeatedCompositeFieldContainer[GraphEdge]
     tables: _containers.RepeatedCompositeFieldContainer[TableSchema]
     diagnostics: _containers.RepeatedCompositeFieldContainer[_common_pb2.Diagnostic]
     warnings: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, program_json: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[GraphNode, _Mapping]]] = ..., edges: _Optional[_Iterable[_Union[GraphEdge, _Mapping]]] = ..., tables: _Optional[_Iterable[_Union[TableSchema, _Mapping]]] = ..., diagnostics: _Optional[_Iterable[_Union[_common_pb2.Diagnostic, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ...) -> None: ...
+    functions: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, program_json: _Optional[str] = ..., nodes: _Optional[_Iterable[_Union[GraphNode, _Mapping]]] = ..., edges: _Optional[_Iterable[_Union[GraphEdge, _Mapping]]] = ..., tables: _Optional[_Iterable[_Union[TableSchema, _Mapping]]] = ..., diagnostics: _Optional[_Iterable[_Union[_common_pb2.Diagnostic, _Mapping]]] = ..., warnings: _Optional[_Iterable[str]] = ..., functions: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class ValidateUdfsRequest(_message.Message):
     __slots__ = ("udfs",)

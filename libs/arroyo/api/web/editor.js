@@ -1,8 +1,8 @@
 // The code editors: CodeMirror 6 (vendor/codemirror.js) with highlighting, line numbers and
 // bracket matching, the text validated as it is typed (debounced, through the caller's
 // `validate`), each diagnostic underlined at its line and column with its message on hover.
-// The SQL editor also completes the tables and columns the last validation found, the
-// connectors and their options, and SQL's keywords; Mod-Enter previews, Mod-Shift-Enter
+// The SQL editor also completes the tables, columns and functions the last validation found,
+// the connectors and their options, and SQL's keywords; Mod-Enter previews, Mod-Shift-Enter
 // launches. The UDF editor edits Python.
 
 import {
@@ -58,6 +58,16 @@ function connectorCompletions(known) {
         label: name, type: "property", detail: p.type, info: p.description || undefined,
       })),
     };
+  };
+}
+
+/** Completes the functions a query may call (validate_query's `functions`), with a "(". */
+function functionCompletions(names) {
+  const options = names.map((name) => ({ label: name, type: "function", apply: `${name}(` }));
+  return (context) => {
+    const word = context.matchBefore(/\w+$/);
+    if (!word || (word.from === word.to && !context.explicit)) return null;
+    return { from: word.from, options, validFor: /^\w*$/ };
   };
 }
 
@@ -141,7 +151,8 @@ export function udfEditor(parent, { label, hint, validate, onValidated }) {
 /**
  * Makes the SQL editor in `parent`.
  * - `label`: its accessible name;
- * - `validate(text)`: resolves to `{ errors: [{line, column, message, code}], tables }`;
+ * - `validate(text)`: resolves to `{ errors: [{line, column, message, code}], tables,
+ *   functions }`;
  * - `onPreview()`, `onLaunch()`: the keyboard shortcuts' actions;
  * - `onValidated(result)`: told each validation's result (or error).
  */
@@ -164,15 +175,16 @@ export function sqlEditor(parent, { label, hint, validate, onPreview, onLaunch, 
     onValidated?.(result, null);
     const columns = Object.fromEntries(
       (result.tables || []).map((t) => [t.name, t.columns.map((c) => c.name)]));
-    view.dispatch({ effects: schema.reconfigure(completions(columns)) });
+    view.dispatch({ effects: schema.reconfigure(completions(columns, result.functions || [])) });
     return toLint(view.state, result.errors || []);
   }, { delay: VALIDATE_DELAY_MS });
 
-  function completions(tables) {
+  function completions(tables, functions) {
     return autocompletion({
       override: [
         connectorCompletions(() => connectors),
         schemaCompletionSource({ dialect: StandardSQL, schema: tables }),
+        functionCompletions(functions),
         keywordCompletionSource(StandardSQL, true),
       ],
     });
@@ -180,7 +192,7 @@ export function sqlEditor(parent, { label, hint, validate, onPreview, onLaunch, 
 
   const editor = makeEditor(parent, {
     label, hint, language: sql({ dialect: StandardSQL }), lint,
-    more: [schema.of(completions({}))],
+    more: [schema.of(completions({}, []))],
     keys: [
       { key: "Mod-Enter", preventDefault: true, run: () => { onPreview(); return true; } },
       { key: "Mod-Shift-Enter", preventDefault: true, run: () => { onLaunch(); return true; } },
