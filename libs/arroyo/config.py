@@ -35,6 +35,10 @@ class _Section(BaseModel):
 class DatabaseConfig(_Section):
     # sqlite:///path/to/file.db (relative paths are under data_dir) or postgresql://user@host/db
     url: str = "sqlite:///arroyo.db"
+    # The key (32 bytes, base64) the secrets kept in the database are encrypted with
+    # (arroyo.store.secrets): the same on the api and the controller. Unset: data_dir's
+    # secrets.key, made at first start. Never logged.
+    secrets_key: SecretStr | None = None
 
 
 class ServiceAddress(_Section):

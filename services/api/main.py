@@ -15,6 +15,7 @@ from arroyo.rpc import CompilerClient, ControllerClient
 from arroyo.service import Listen, RunningService, serve
 from arroyo.store import open_store
 from arroyo.store.api_keys import bootstrap_api_key
+from arroyo.store.secrets import secret_box
 
 
 def main(config: Config, args: argparse.Namespace) -> int:
@@ -27,7 +28,7 @@ def main(config: Config, args: argparse.Namespace) -> int:
 
 
 async def _serve(config: Config) -> None:
-    store = await open_store(config.database_url())
+    store = await open_store(config.database_url(), secrets=secret_box(config))
     await store.migrate()
     host = config.api.bind_host
     if config.api.bootstrap_key is not None:

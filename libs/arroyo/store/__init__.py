@@ -24,6 +24,7 @@ from arroyo.store.model import (
     Store,
     UdfId,
 )
+from arroyo.store.secrets import SecretBox
 
 __all__ = [
     "ApiKey",
@@ -53,23 +54,29 @@ __all__ = [
 ]
 
 
-async def open_store(url: str) -> Store:
+async def open_store(url: str, secrets: SecretBox | None = None) -> Store:
     """The store for a database URL, connected but not migrated (call ``migrate()``).
 
     ``sqlite:///path/to/file.db`` (``sqlite:////abs/path.db`` for an absolute path, as
     ``Config.database_url()`` writes it; a relative one is taken from the working directory)
-    or ``postgresql://user:password@host:port/db`` (``postgres://`` too).
+    or ``postgresql://user:password@host:port/db`` (``postgres://`` too). With ``secrets``,
+    the columns that hold secrets are encrypted with it (``arroyo.store.secrets``); without, a
+    value found encrypted is refused.
     """
     scheme, sep, _ = url.partition("://")
     if url.startswith("sqlite:///"):
         from arroyo.store.sqlite import SqliteStore
 
-        return await SqliteStore.open(Path(url.removeprefix("sqlite:///")).absolute())
+        sqlite = await SqliteStore.open(Path(url.removeprefix("sqlite:///")).absolute())
+        sqlite._box = secrets
+        return sqlite
     if scheme in ("postgresql", "postgres"):
         # Imported here: a SQLite deployment need not load asyncpg.
         from arroyo.store.postgres import PostgresStore
 
-        return await PostgresStore.open(url)
+        postgres = await PostgresStore.open(url)
+        postgres._box = secrets
+        return postgres
     # Only the scheme in the message: the rest of a URL may hold a password.
     what = f"scheme {scheme}://" if sep else "no scheme"
     raise DatabaseUrlError(

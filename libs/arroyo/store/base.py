@@ -117,6 +117,13 @@ class SqlStore(ConnectionTableQueries, UdfQueries, ApiKeyQueries, abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None: ...
 
+    def _pipeline(self, row: Row) -> Pipeline:
+        return _pipeline(self._opened(row, "program_json", f"pipeline {row['id']}'s program"))
+
+    def _profile(self, row: Row) -> ConnectionProfile:
+        what = f"connection profile {row['name']}'s settings"
+        return _connection_profile(self._opened(row, "config_json", what))
+
     async def migrate(self) -> int:
         async with self._transaction(write=True) as tx:
             if self.dialect.migration_lock is not None:
@@ -183,7 +190,7 @@ class SqlStore(ConnectionTableQueries, UdfQueries, ApiKeyQueries, abc.ABC):
                 pipeline.name,
                 pipeline.query,
                 pipeline.udfs,
-                pipeline.program_json,
+                self._seal(pipeline.program_json),
                 pipeline.graph_json,
                 pipeline.created_at,
             )
@@ -200,7 +207,7 @@ class SqlStore(ConnectionTableQueries, UdfQueries, ApiKeyQueries, abc.ABC):
             rows = await tx.fetch(
                 f"SELECT {_PIPELINE_COLUMNS} FROM pipelines WHERE id = $1", pipeline_id
             )
-        return _pipeline(rows[0]) if rows else None
+        return self._pipeline(rows[0]) if rows else None
 
     async def list_pipelines(
         self, limit: int, starting_after: PipelineId | None = None
@@ -226,7 +233,7 @@ class SqlStore(ConnectionTableQueries, UdfQueries, ApiKeyQueries, abc.ABC):
                     cursor[0]["created_at"],
                     starting_after,
                 )
-        return [_pipeline(r) for r in rows]
+        return [self._pipeline(r) for r in rows]
 
     async def delete_pipeline(self, pipeline_id: PipelineId) -> None:
         async with self._transaction(write=True) as tx:
@@ -399,7 +406,7 @@ class SqlStore(ConnectionTableQueries, UdfQueries, ApiKeyQueries, abc.ABC):
                 profile.id,
                 profile.name,
                 profile.connector,
-                json.dumps(profile.config, sort_keys=True),
+                self._seal(json.dumps(profile.config, sort_keys=True)),
                 profile.created_at,
             )
 
@@ -408,7 +415,7 @@ class SqlStore(ConnectionTableQueries, UdfQueries, ApiKeyQueries, abc.ABC):
             rows = await tx.fetch(f"SELECT {_PROFILE_COLUMNS} FROM connection_profiles")
         # Sorted here, not by ORDER BY: PostgreSQL's collation is the server's locale, and the
         # order should be the same on both engines.
-        return sorted((_connection_profile(r) for r in rows), key=lambda p: p.name)
+        return sorted((self._profile(r) for r in rows), key=lambda p: p.name)
 
     async def get_connection_profile(
         self, profile_id: ConnectionProfileId
@@ -417,14 +424,14 @@ class SqlStore(ConnectionTableQueries, UdfQueries, ApiKeyQueries, abc.ABC):
             rows = await tx.fetch(
                 f"SELECT {_PROFILE_COLUMNS} FROM connection_profiles WHERE id = $1", profile_id
             )
-        return _connection_profile(rows[0]) if rows else None
+        return self._profile(rows[0]) if rows else None
 
     async def get_connection_profile_by_name(self, name: str) -> ConnectionProfile | None:
         async with self._transaction(write=False) as tx:
             rows = await tx.fetch(
                 f"SELECT {_PROFILE_COLUMNS} FROM connection_profiles WHERE name = $1", name
             )
-        return _connection_profile(rows[0]) if rows else None
+        return self._profile(rows[0]) if rows else None
 
     async def delete_connection_profile(self, profile_id: ConnectionProfileId) -> None:
         async with self._transaction(write=True) as tx:

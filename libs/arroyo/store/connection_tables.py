@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from arroyo.store.errors import Conflict, NotFound
 from arroyo.store.model import ConnectionProfileId, ConnectionTable, ConnectionTableId
+from arroyo.store.secrets import SealedColumns
 
 _COLUMNS = "id, name, connector, table_type, profile_id, config_json, schema_json, created_at"
 
@@ -22,9 +23,13 @@ class Transaction(Protocol):
     async def fetch(self, sql: str, *args: object) -> list[dict[str, Any]]: ...
 
 
-class ConnectionTableQueries(abc.ABC):
+class ConnectionTableQueries(SealedColumns, abc.ABC):
     @abc.abstractmethod
     def _transaction(self, *, write: bool) -> AbstractAsyncContextManager[Transaction]: ...
+
+    def _table(self, row: dict[str, Any]) -> ConnectionTable:
+        what = f"connection table {row['name']}'s settings"
+        return _connection_table(self._opened(row, "config_json", what))
 
     async def create_connection_table(self, table: ConnectionTable) -> None:
         async with self._transaction(write=True) as tx:
@@ -46,7 +51,7 @@ class ConnectionTableQueries(abc.ABC):
                 table.connector,
                 table.table_type,
                 table.profile_id,
-                json.dumps(table.config, sort_keys=True),
+                self._seal(json.dumps(table.config, sort_keys=True)),
                 json.dumps(table.schema, sort_keys=True),
                 table.created_at,
             )
@@ -71,14 +76,14 @@ class ConnectionTableQueries(abc.ABC):
                 order += f" LIMIT ${len(args) + 1}"
                 args.append(limit)
             rows = await tx.fetch(f"SELECT {_COLUMNS} FROM connection_tables {where}{order}", *args)
-        return [_connection_table(r) for r in rows]
+        return [self._table(r) for r in rows]
 
     async def get_connection_table(self, table_id: ConnectionTableId) -> ConnectionTable | None:
         async with self._transaction(write=False) as tx:
             rows = await tx.fetch(
                 f"SELECT {_COLUMNS} FROM connection_tables WHERE id = $1", table_id
             )
-        return _connection_table(rows[0]) if rows else None
+        return self._table(rows[0]) if rows else None
 
     async def delete_connection_table(self, table_id: ConnectionTableId) -> None:
         async with self._transaction(write=True) as tx:
