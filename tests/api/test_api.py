@@ -473,6 +473,22 @@ async def test_create_with_bad_sql_is_400_with_diagnostics_and_stores_nothing(
 
 
 @pytest.mark.spark
+async def test_a_diagnostic_without_a_position_has_null_line_and_column(
+    tmp_path: Path, compiler: Compiler
+) -> None:
+    """Found by tests/fuzz: a UDF file that fails to load has a diagnostic with no position; its
+    ``line`` and ``column``, required by the documented schema, were left out of the body."""
+    async with running_api(tmp_path, compiler=compiler) as env:
+        response = await env.client.post(
+            "/api/v1/pipelines", json={"name": "p", "query": QUERY, "udfs": "details"}
+        )
+        await error_of(response, 400)
+        [diagnostic] = (await response.json())["diagnostics"]
+        assert diagnostic["code"] == "bad_udf"
+        assert (diagnostic["line"], diagnostic["column"]) == (None, None)
+
+
+@pytest.mark.spark
 async def test_pipelines_are_listed_newest_first_a_page_at_a_time(
     tmp_path: Path, compiler: Compiler
 ) -> None:

@@ -409,3 +409,18 @@ def test_all_statement_errors_are_reported_together(spark: SparkSession, tmp_pat
     with pytest.raises(PlanningError) as caught:
         spark_planner(spark, state_dir=tmp_path).plan(sql)
     assert [d.code for d in caught.value.diagnostics] == ["unknown_column", "insert_into_source"]
+
+
+@pytest.mark.spark
+def test_a_rewrite_spark_cannot_parse_is_a_diagnostic_with_a_message(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Found by tests/fuzz: Spark's ParseException text starts with a newline, and the
+    diagnostic took its (empty) first line as the message."""
+    with pytest.raises(PlanningError) as caught:
+        spark_planner(spark, state_dir=tmp_path).plan(
+            SRC + "INSERT INTO out SELECT id FROM src GROUP BY ();"
+        )
+    [diagnostic] = caught.value.diagnostics
+    assert diagnostic.code == "invalid_query"
+    assert diagnostic.message

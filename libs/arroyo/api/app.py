@@ -111,7 +111,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
 def _error(status: int, body: ErrorBody, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(
         status=status,
-        body=body.model_dump_json(exclude_none=True).encode(),
+        body=body.to_json(),
         content_type=JSON,
         headers=headers,
     )

@@ -129,7 +129,7 @@ def auth_middleware(ring: KeyRing) -> Middleware:
             if refused is not None:
                 return web.Response(
                     status=401,
-                    body=ErrorBody(error=refused).model_dump_json(exclude_none=True).encode(),
+                    body=ErrorBody(error=refused).to_json(),
                     content_type=JSON,
                     headers={"WWW-Authenticate": 'Bearer realm="arroyo"'},
                 )

@@ -247,6 +247,12 @@ class ErrorBody(_Response):
         default=None, description="the query's problems, when it did not compile"
     )
 
+    def to_json(self) -> bytes:
+        """The body as sent: ``diagnostics`` left out when there are none, but a diagnostic's
+        null ``line`` and ``column`` kept (its schema requires them)."""
+        omit = {"diagnostics"} if self.diagnostics is None else None
+        return self.model_dump_json(exclude=omit).encode()
+
 
 class Pong(_Response):
     pong: Literal[True] = True

@@ -172,8 +172,9 @@ def spark_diagnostic(text: SourceText, err: Any, original: exp.Expr) -> Planning
     condition = (err.getCondition() if hasattr(err, "getCondition") else None) or ""
     params = err.getMessageParameters() or {}
     span = span_of(text, original)
-    message = str(err).split("\n")[0]
-    message = message.split(" SQLSTATE")[0]
+    # The first line that says something: a ParseException's text starts with a newline.
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    message = lines[0].split(" SQLSTATE")[0] if lines else condition or "Spark refused it"
     if condition.startswith("UNRESOLVED_COLUMN"):
         name = params.get("objectName", "").split(".")[-1].strip("`")
         for col in original.find_all(exp.Column):
