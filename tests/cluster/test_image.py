@@ -17,7 +17,13 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 def test_a_pipeline_runs_where_the_image_has_no_jdk(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "image-check"), "--workdir", str(tmp_path)],
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "image-check"),
+            "--workdir",
+            str(tmp_path),
+            "--keep",
+        ],
         capture_output=True,
         text=True,
         timeout=900,
