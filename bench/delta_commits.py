@@ -30,11 +30,21 @@ def main() -> None:
         table = str(root / setting)
         seconds = []
         for i in range(args.appends):
-            df = spark.range(i * 100, (i + 1) * 100).selectExpr(
-                "id AS n", "CAST(id % 3 AS STRING) AS k"
+            # As the sink writes a micro-batch: by partition, under its transaction id.
+            df = (
+                spark.range(i * 100, (i + 1) * 100)
+                .selectExpr("id AS n", "CAST(id % 3 AS STRING) AS k")
+                .repartition("k")
             )
             started = time.monotonic()
-            df.write.format("delta").mode("append").partitionBy("k").save(table)
+            (
+                df.write.format("delta")
+                .mode("append")
+                .option("txnAppId", "bench")
+                .option("txnVersion", str(i))
+                .partitionBy("k")
+                .save(table)
+            )
             seconds.append(time.monotonic() - started)
         print(f"snapshotPartitions={setting}: " + ", ".join(f"{s:.2f}" for s in seconds) + " s")
     shutil.rmtree(root, ignore_errors=True)
