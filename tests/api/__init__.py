@@ -99,7 +99,8 @@ async def running_api(
             controller_client,
             web_root=web_root,
             compiler_wait_s=compiler_wait_s,
-            keys=None if keys_always is None else KeyRing(store, always=keys_always),
+            # The keys read at every request: a test sees a key it made or revoked at once.
+            keys=None if keys_always is None else KeyRing(store, keys_always, refresh_s=0),
         )
         if extra_routes is not None:
             extra_routes(app)

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from arroyo.engine.runner import _batch_in_flight
+from tests.waiting import wait_until
 
 
 def test_a_batch_without_new_input_that_closes_windows_is_in_flight(
@@ -53,10 +53,12 @@ def test_a_batch_without_new_input_that_closes_windows_is_in_flight(
         assert not status["isDataAvailable"], status  # no new input: Spark's own view
         assert _batch_in_flight(query), status
         release.set()
-        deadline = time.monotonic() + 60
-        while _batch_in_flight(query) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _batch_in_flight(query), query.status
+        wait_until(
+            "the batch to commit",
+            lambda: not _batch_in_flight(query),
+            60,
+            detail=lambda: str(query.status),
+        )
     finally:
         release.set()
         query.stop()

@@ -77,16 +77,17 @@ def refuse_open_bind(host: str, keys: list[ApiKey]) -> None:
 
 @dataclass
 class KeyRing:
-    """The store's active keys, read again every REFRESH_S."""
+    """The store's active keys, read again every ``refresh_s``."""
 
     store: Store
     always: bool  # keys are required even when none exists (a bind beyond loopback)
+    refresh_s: float = REFRESH_S  # how long the keys read are trusted
     _keys: dict[str, str] | None = None  # id -> secret's digest, of the keys not revoked
     _any: bool = False  # whether any key was ever made (revoked ones too)
     _read_at: float = 0.0
 
     async def keys(self) -> dict[str, str]:
-        if self._keys is None or time.monotonic() - self._read_at > REFRESH_S:
+        if self._keys is None or time.monotonic() - self._read_at >= self.refresh_s:
             stored = await self.store.list_api_keys()
             self._keys = {k.id: k.secret_sha256 for k in stored if k.revoked_at is None}
             self._any = bool(stored)

@@ -11,6 +11,7 @@ import secrets
 import string
 import time
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 from typing import Any
 
 from arroyo.store.connection_tables import Transaction
@@ -53,26 +54,12 @@ class ApiKeyQueries(abc.ABC):
                 key.name,
             ):
                 raise Conflict(f"an API key named '{key.name}' exists; revoke it first")
-            await tx.execute(
-                f"INSERT INTO api_keys ({_COLUMNS}) VALUES ($1, $2, $3, $4, $5)",
-                key.id,
-                key.name,
-                key.secret_sha256,
-                key.created_at,
-                key.revoked_at,
-            )
+            await _insert(tx, key)
 
     async def put_bootstrap_api_key(self, key: ApiKey) -> None:
         async with self._transaction(write=True) as tx:
             await tx.execute("DELETE FROM api_keys WHERE id = $1", key.id)
-            await tx.execute(
-                f"INSERT INTO api_keys ({_COLUMNS}) VALUES ($1, $2, $3, $4, $5)",
-                key.id,
-                key.name,
-                key.secret_sha256,
-                key.created_at,
-                None,
-            )
+            await _insert(tx, replace(key, revoked_at=None))
 
     async def list_api_keys(self) -> list[ApiKey]:
         async with self._transaction(write=False) as tx:
@@ -91,6 +78,17 @@ class ApiKeyQueries(abc.ABC):
         if not rows:
             raise NotFound(f"API key {key_id} does not exist")
         return _api_key(rows[0])
+
+
+async def _insert(tx: Transaction, key: ApiKey) -> None:
+    await tx.execute(
+        f"INSERT INTO api_keys ({_COLUMNS}) VALUES ($1, $2, $3, $4, $5)",
+        key.id,
+        key.name,
+        key.secret_sha256,
+        key.created_at,
+        key.revoked_at,
+    )
 
 
 def _api_key(row: dict[str, Any]) -> ApiKey:

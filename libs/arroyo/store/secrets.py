@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import os
 import secrets
-import time
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -78,25 +79,22 @@ def key_from(configured: str | None, data_dir: Path) -> bytes:
             raise SecretsKeyError("database.secrets_key is not base64") from err
     path = data_dir / KEY_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        # Written whole under another name, then linked in: a service starting beside this one
+        # finds either no key or all of it, and the first link wins.
+        fd, staged = tempfile.mkstemp(dir=path.parent, prefix=".secrets-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(base64.b64encode(secrets.token_bytes(32)))
+            os.chmod(staged, 0o600)
+            with contextlib.suppress(FileExistsError):
+                os.link(staged, path)
+        finally:
+            os.unlink(staged)
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        return _read_key(path)
-    with os.fdopen(fd, "wb") as f:
-        f.write(base64.b64encode(secrets.token_bytes(32)))
-    return _read_key(path)
-
-
-def _read_key(path: Path) -> bytes:
-    for _ in range(50):  # another service may be writing it this moment
-        text = path.read_bytes().strip()
-        if text:
-            try:
-                return base64.b64decode(text, validate=True)
-            except binascii.Error as err:
-                raise SecretsKeyError(f"{path} does not hold a base64 key") from err
-        time.sleep(0.02)
-    raise SecretsKeyError(f"{path} is empty")
+        return base64.b64decode(path.read_bytes().strip(), validate=True)
+    except binascii.Error as err:
+        raise SecretsKeyError(f"{path} does not hold a base64 key") from err
 
 
 class SealedColumns:

@@ -81,6 +81,28 @@ function toLint(state, diagnostics) {
   });
 }
 
+/**
+ * A linter that validates the text (`validate(text)`, debounced), tells `onValidated(result,
+ * err)`, and underlines the diagnostics `diagnosticsOf(result, view)` picks from the answer.
+ */
+function validating(validate, onValidated, diagnosticsOf) {
+  return linter(async (view) => {
+    const text = view.state.doc.toString();
+    if (!text.trim()) return [];
+    let result;
+    try {
+      result = await validate(text);
+    } catch (err) {
+      onValidated?.(null, err);
+      return [];
+    }
+    // Typed on since: the next run of the linter has the newer text.
+    if (view.state.doc.toString() !== text) return [];
+    onValidated?.(result, null);
+    return toLint(view.state, diagnosticsOf(result, view));
+  }, { delay: VALIDATE_DELAY_MS });
+}
+
 /** An editor of `language` in `parent`, and the calls the pages make on it. */
 function makeEditor(parent, { label, hint, language, lint, keys, more }) {
   const view = new EditorView({
@@ -131,20 +153,7 @@ function makeEditor(parent, { label, hint, language, lint, keys, more }) {
  * `onValidated(result, err)`.
  */
 export function udfEditor(parent, { label, hint, validate, onValidated }) {
-  const lint = linter(async (view) => {
-    const text = view.state.doc.toString();
-    if (!text.trim()) return [];
-    let result;
-    try {
-      result = await validate(text);
-    } catch (err) {
-      onValidated?.(null, err);
-      return [];
-    }
-    if (view.state.doc.toString() !== text) return [];
-    onValidated?.(result, null);
-    return toLint(view.state, result.diagnostics || []);
-  }, { delay: VALIDATE_DELAY_MS });
+  const lint = validating(validate, onValidated, (result) => result.diagnostics || []);
   return makeEditor(parent, { label, hint, language: python(), lint });
 }
 
@@ -160,24 +169,12 @@ export function sqlEditor(parent, { label, hint, validate, onPreview, onLaunch, 
   const schema = new Compartment();
   let connectors = [];
 
-  const lint = linter(async (view) => {
-    const text = view.state.doc.toString();
-    if (!text.trim()) return [];
-    let result;
-    try {
-      result = await validate(text);
-    } catch (err) {
-      onValidated?.(null, err);
-      return [];
-    }
-    // Typed on since: the next run of the linter has the newer text.
-    if (view.state.doc.toString() !== text) return [];
-    onValidated?.(result, null);
+  const lint = validating(validate, onValidated, (result, view) => {
     const columns = Object.fromEntries(
       (result.tables || []).map((t) => [t.name, t.columns.map((c) => c.name)]));
     view.dispatch({ effects: schema.reconfigure(completions(columns, result.functions || [])) });
-    return toLint(view.state, result.errors || []);
-  }, { delay: VALIDATE_DELAY_MS });
+    return result.errors || [];
+  });
 
   function completions(tables, functions) {
     return autocompletion({

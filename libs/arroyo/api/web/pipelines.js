@@ -7,6 +7,7 @@ import { EXAMPLES } from "./examples.js";
 import { renderGraph } from "./graph.js";
 import {
   $, ApiError, api, badge, fmtTime, h, hide, poller, renderIfChanged, showError, showText,
+  showValidity,
 } from "./util.js";
 
 /**
@@ -26,20 +27,8 @@ export function pipelinesPage({ navigate }) {
     onPreview: () => $("preview").click(),
     onLaunch: () => form.requestSubmit(),
     // Validation as one types speaks in its own line; the buttons' results stay as they were.
-    onValidated: (result, err) => {
-      const live = $("live-status");
-      live.hidden = false;
-      if (err) {
-        live.className = "small bad";
-        live.textContent = `Could not validate: ${err.message}`;
-      } else if (result.errors.length) {
-        live.className = "small bad";
-        live.textContent = `${result.errors.length} problem(s): hover the underlined text.`;
-      } else {
-        live.className = "small ok";
-        live.textContent = "Valid.";
-      }
-    },
+    onValidated: (result, err) => showValidity($("live-status"), result, err,
+      () => "Valid."),
   });
   api("GET", "/connectors").then((list) => editor.setConnectors(list.data), () => {});
   for (const [name, query] of Object.entries(EXAMPLES)) {

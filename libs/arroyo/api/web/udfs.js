@@ -2,7 +2,9 @@
 // is typed, its diagnostics underlined at their lines, then saves it.
 
 import { udfEditor } from "./editor.js";
-import { $, api, fmtTime, h, hide, poller, renderIfChanged, showError, showText } from "./util.js";
+import {
+  $, api, fmtTime, h, hide, poller, renderIfChanged, showError, showText, showValidity,
+} from "./util.js";
 
 const HINT = `from arroyo_udf import udf
 
@@ -21,20 +23,8 @@ export function udfsPage() {
     label: "UDF",
     hint: HINT,
     validate: (definition) => api("POST", "/udfs/validate", { definition }),
-    onValidated: (result, err) => {
-      const live = $("udf-live");
-      live.hidden = false;
-      if (err) {
-        live.className = "small bad";
-        live.textContent = `Could not validate: ${err.message}`;
-      } else if (result.errors.length) {
-        live.className = "small bad";
-        live.textContent = `${result.errors.length} problem(s): hover the underlined text.`;
-      } else {
-        live.className = "small ok";
-        live.textContent = `Valid: defines ${result.udf_name}.`;
-      }
-    },
+    onValidated: (result, err) => showValidity($("udf-live"), result, err,
+      () => `Valid: defines ${result.udf_name}.`),
   });
 
   async function save() {

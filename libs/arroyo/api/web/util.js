@@ -52,6 +52,17 @@ export function showText(el, ...content) {
   el.hidden = false;
 }
 
+/** What an editor's last validation found, in its status line `el`; `valid()`: the words
+ * for a text without problems. */
+export function showValidity(el, result, err, valid) {
+  el.hidden = false;
+  const problems = err ? 0 : result.errors.length;
+  el.className = err || problems ? "small bad" : "small ok";
+  el.textContent = err
+    ? `Could not validate: ${err.message}`
+    : problems ? `${problems} problem(s): hover the underlined text.` : valid();
+}
+
 export function hide(el) {
   el.hidden = true;
   el.replaceChildren();
