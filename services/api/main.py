@@ -12,7 +12,7 @@ from arroyo.api import create_app, web_root
 from arroyo.api.auth import KeyRing, NoApiKeyError, is_loopback, refuse_open_bind
 from arroyo.config import Config
 from arroyo.rpc import CompilerClient, ControllerClient
-from arroyo.service import Listen, RunningService, serve
+from arroyo.service import DEFAULT_GRACE_S, Listen, RunningService, serve, store_ready
 from arroyo.store import open_store
 from arroyo.store.api_keys import bootstrap_api_key
 from arroyo.store.secrets import secret_box
@@ -52,7 +52,9 @@ async def _serve(config: Config) -> None:
         compiler_wait_s=config.api.compiler_wait_s,
         keys=keys,
     )
-    runner = web.AppRunner(app)
+    # At shutdown the server stops listening and gives requests in flight the same grace as
+    # the gRPC services give theirs; then it cancels them.
+    runner = web.AppRunner(app, shutdown_timeout=DEFAULT_GRACE_S)
 
     async def startup(running: RunningService) -> None:
         await runner.setup()
@@ -71,4 +73,5 @@ async def _serve(config: Config) -> None:
         listen=Listen(config.api.bind_host, None, config.api.admin_port),
         startup=startup,
         shutdown=shutdown,
+        readiness=store_ready(store),
     )

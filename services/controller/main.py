@@ -7,7 +7,7 @@ import asyncio
 
 from arroyo.config import Config
 from arroyo.controller import Controller
-from arroyo.service import Listen, RunningService, serve
+from arroyo.service import Listen, RunningService, serve, store_ready
 from arroyo.store import Store, open_store
 from arroyo.store.secrets import secret_box
 from arroyo_rpc.v1 import controller_pb2_grpc
@@ -41,5 +41,6 @@ async def _serve(config: Config) -> None:
         ),
         startup=startup,
         shutdown=shutdown,
+        readiness=store_ready(store),
         status=lambda: {"jobs": len(controller.drivers), "nodes": len(controller.nodes.nodes)},
     )

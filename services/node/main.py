@@ -9,7 +9,7 @@ import sys
 from arroyo.config import Config
 from arroyo.node import NodeRuntime
 from arroyo.rpc import ControllerClient
-from arroyo.service import Listen, RunningService, serve
+from arroyo.service import Listen, Readiness, RunningService, serve
 from arroyo_rpc.v1 import node_pb2_grpc
 
 from .servicer import NodeServicer
@@ -45,6 +45,7 @@ async def _serve(config: Config, args: argparse.Namespace) -> None:
         ),
         startup=startup,
         shutdown=shutdown,
+        readiness=_ready(runtime),
         status=lambda: {
             "node_id": runtime.node_id,
             "free_slots": runtime.free_slots,
@@ -55,3 +56,10 @@ async def _serve(config: Config, args: argparse.Namespace) -> None:
             ],
         },
     )
+
+
+def _ready(runtime: NodeRuntime) -> Readiness:
+    async def check() -> dict[str, str | None]:
+        return runtime.readiness()
+
+    return check

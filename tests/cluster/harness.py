@@ -96,17 +96,22 @@ class Cluster:
     def admin_status(self, name: str) -> dict[str, Any]:
         command, env = self.launched.get(name, ([name], {}))
         port = {**self.env, **env}[f"ARROYO__{command[0].upper()}__ADMIN_PORT"]
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as response:
-            return dict(json.loads(response.read()))
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as response:
+                return dict(json.loads(response.read()))
+        except urllib.error.HTTPError as err:
+            if err.code != 503:  # not ready: the same body, saying why
+                raise
+            return dict(json.loads(err.read()))
 
     def nodes(self) -> list[str]:
         """The running services that are nodes."""
         return [n for n in self.processes if self.launched.get(n, ([n], {}))[0][0] == "node"]
 
     def wait_ready(self, name: str) -> None:
-        """Until the service's admin server answers /status (it starts once the service is up,
-        after Spark for the compiler)."""
-        self.until(f"{name} to serve", lambda: self.admin_status(name), timeout=120)
+        """Until the service's /status says it is ready (its startup done, after Spark for the
+        compiler, and its checks hold: the store answers, the node is registered)."""
+        self.until(f"{name} to serve", lambda: self.admin_status(name)["ready"], timeout=120)
 
     def stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 120) -> int:
         process = self.processes.pop(name)

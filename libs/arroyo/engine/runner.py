@@ -205,7 +205,7 @@ class PipelineRunner:
         (self.state_dir / "program.json").write_text(self.program.to_json())
         drop_temp_views(self.spark)
         if self.program.udfs is not None:
-            library = load_udfs(self.program.udfs, self.program.udfs_path or "<udfs>")
+            library = load_udfs(self.program.udfs, self.program.udfs_path or "<udfs>", install=True)
             register_udfs(self.spark, library)
         register(self.spark, self.program, self.settings)
         for table in self.program.sources:
