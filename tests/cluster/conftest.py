@@ -16,7 +16,10 @@ from tests.cluster.harness import Cluster, running_cluster
 @pytest.fixture(scope="session")
 def sqlite_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("cluster-sqlite")
-    with running_cluster(root, f"sqlite:///{root / 'arroyo.db'}") as c:
+    # Its spans printed into each service's log, where tests can look at them
+    # (test_secrets_cluster: no secret in any of them).
+    env = {"ARROYO__TRACING__EXPORTER": "console"}
+    with running_cluster(root, f"sqlite:///{root / 'arroyo.db'}", env) as c:
         yield c
 
 

@@ -23,6 +23,7 @@ from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 from sqlglot.tokens import Tokenizer
 
+from arroyo.connectors import secrets
 from arroyo.connectors.base import ConnectionProfile
 from arroyo.connectors.stage import STAGE_CONNECTOR
 from arroyo.errors import ArroyoError, Diagnostic, PlanningError
@@ -167,7 +168,9 @@ class Compiler:
                         profiles=by_name,
                         saved_tables={t.name: t.ddl for t in saved},
                     )
-                    program = planner.plan(query)
+                    # Secret options out of the tables, into the program's ``secrets``: the
+                    # store seals them, and workers fetch them (arroyo.connectors.secrets).
+                    program = secrets.take(planner.plan(query))
             except PlanningError as err:
                 return pb.CompileResponse(
                     diagnostics=[_diagnostic(d) for d in err.diagnostics],

@@ -171,6 +171,13 @@ class ControllerClient(_Client):
             self._stub.RegisterWorker, request, controller_pb2.RegisterWorkerResponse, timeout_s
         )
 
+    async def get_job_secrets(
+        self, request: controller_pb2.GetJobSecretsRequest, *, timeout_s: float | None = None
+    ) -> controller_pb2.GetJobSecretsResponse:
+        return await self._unary(
+            self._stub.GetJobSecrets, request, controller_pb2.GetJobSecretsResponse, timeout_s
+        )
+
     async def heartbeat(
         self, request: controller_pb2.HeartbeatRequest, *, timeout_s: float | None = None
     ) -> controller_pb2.HeartbeatResponse:
