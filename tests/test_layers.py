@@ -31,7 +31,17 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         ),
     ),
     ("language", ("arroyo.sql",)),
-    ("io", ("arroyo.formats", "arroyo.udfs", "arroyo.rpc", "arroyo.store", "arroyo.service")),
+    (
+        "io",
+        (
+            "arroyo.formats",
+            "arroyo.udfs",
+            "arroyo.tls",
+            "arroyo.rpc",
+            "arroyo.store",
+            "arroyo.service",
+        ),
+    ),
     ("connectors", ("arroyo.connectors",)),
     ("planner", ("arroyo.sql.planner",)),
     ("engine", ("arroyo.engine",)),
