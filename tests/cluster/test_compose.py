@@ -93,6 +93,8 @@ def localise(
             return database_url
         if key == "ARROYO__DATA_DIR":
             return str(root / "data")
+        if key.startswith("ARROYO__TLS__"):
+            return value  # files under the data directory, named after the services
         if value == "0.0.0.0":
             return "127.0.0.1"
         value = re.sub(rf"\b({'|'.join(map(re.escape, HOSTS))})\b", "127.0.0.1", value)

@@ -14,7 +14,7 @@ from arroyo.rpc import RpcError, WorkerClient
 from arroyo.tls.authority import CertificateSet, ensure_certificates
 from arroyo.worker import Phase, WorkerIdentity
 from arroyo_rpc.v1 import worker_pb2
-from tests.services import ScriptedWorkerRuntime, serving, worker_service
+from tests.services import Hosted, ScriptedWorkerRuntime, serving, worker_service
 from tests.tls import identity, tls_config
 
 PHASE = worker_pb2.GetWorkerPhaseRequest()
@@ -31,7 +31,7 @@ def theirs(tmp_path_factory: pytest.TempPathFactory) -> CertificateSet:
     return ensure_certificates(tmp_path_factory.mktemp("theirs"), ["controller", "node"])
 
 
-def worker() -> tuple[object, object]:
+def worker() -> Hosted:
     runtime = ScriptedWorkerRuntime(WorkerIdentity("job-1", 3, "w-1", "node-1", 1), Phase.RUNNING)
     return worker_service(runtime)
 
@@ -47,7 +47,7 @@ async def test_only_peers_with_the_deployments_certificates_are_answered(
 ) -> None:
     # The worker serves with its node's certificate, as a node's workers do.
     config = tls_config(ours.services["node"])
-    async with serving(worker(), config=config) as running:  # type: ignore[arg-type]
+    async with serving(worker(), config=config) as running:
         address = str(running.grpc_address)
         assert running.tls is not None
         controller = identity(ours.services["controller"])
