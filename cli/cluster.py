@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -91,7 +92,8 @@ def _certificates(config: Config) -> dict[str, dict[str, str]]:
         return {name: {} for name in SERVICES}
     sections = (config.api, config.controller, config.compiler, config.node)
     hosts = [h for s in sections for h in (s.bind_host, s.dial().rpartition(":")[0])]
-    hosts += [config.worker.bind_host, config.worker.advertise_host or ""]
+    # And this machine's name: what a browser elsewhere dials, when the api listens beyond it.
+    hosts += [config.worker.bind_host, config.worker.advertise_host or "", socket.gethostname()]
     made = ensure_certificates(config.data_dir / "tls", SERVICES, hosts=hosts)
     if made.written:
         _say(f"made certificates for mutual TLS between the services in {made.ca_file.parent}")
