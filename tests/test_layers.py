@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "arroyo.formats",
             "arroyo.udfs",
             "arroyo.udf_static",
+            "arroyo.tls",
             "arroyo.rpc",
             "arroyo.store",
             "arroyo.service",

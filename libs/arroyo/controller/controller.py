@@ -31,6 +31,7 @@ from arroyo.controller.nodes import NodeRegistry
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.program.spec import PipelineProgram
 from arroyo.store import JobId, JobState, Store
+from arroyo.tls import TlsIdentity
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import controller_pb2 as pb
 
@@ -60,8 +61,12 @@ class OutputBatch:
 
 
 class Controller:
-    def __init__(self, config: Config, store: Store) -> None:
+    """``tls``: the identity the controller's channels to nodes and workers show (mutual TLS,
+    ``arroyo.tls``); None for plaintext."""
+
+    def __init__(self, config: Config, store: Store, *, tls: TlsIdentity | None = None) -> None:
         self.config = config
+        self.tls = tls
         self.settings = config.controller
         self.store = store
         self.nodes = NodeRegistry(self.settings.heartbeat_timeout_s)
@@ -100,7 +105,9 @@ class Controller:
             seen.add(job.id)
             driver = self.drivers.get(job.id)
             if driver is None:
-                ctx = JobContext.of(job, self.store, self.nodes, self.settings, self.state_root)
+                ctx = JobContext.of(
+                    job, self.store, self.nodes, self.settings, self.state_root, tls=self.tls
+                )
                 driver = JobDriver(ctx)
                 self.drivers[job.id] = driver
                 driver.start()

@@ -14,6 +14,14 @@ event (``grpc_port``, ``admin_port``), and, when ``serve`` is given ``ports_file
 service is ready and removed when it stops: a parent process (``arroyo cluster``, a test) polls
 for the file instead of parsing logs.
 
+Security. With ``config.tls`` set, the gRPC server is mutual TLS (``add_secure_port``): it
+shows the service's certificate and refuses, during the handshake, a client that shows none or
+one its CA did not sign; ``start`` checks the files first (``arroyo.tls.load_identity``) and
+raises ``arroyo.tls.TlsError`` naming the bad one. Without it the server is plaintext, as
+before. The admin HTTP server stays plain HTTP whatever ``tls`` says: ``/metrics`` and
+``/status`` are meant to be readable by probes and scrapers that hold no certificate, and they
+carry no secret.
+
 Admin HTTP, open to anyone who can reach the admin port (no API key: it says nothing a
 key guards, and probes have none):
 
@@ -59,8 +67,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from arroyo.config import Config, ServiceAddress, TracingConfig
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.logging import configure_logging
-from arroyo.rpc.channel import MAX_MESSAGE_BYTES
+from arroyo.rpc.channel import MAX_MESSAGE_BYTES, server_credentials
 from arroyo.rpc.server import ServerInterceptor
+from arroyo.tls import TlsIdentity, load_identity
 
 log = structlog.get_logger(__name__)
 
@@ -126,9 +135,12 @@ class RunningService:
         tracer_provider: TracerProvider,
         owns_tracer_provider: bool,
         shutdown: Shutdown | None,
+        tls: TlsIdentity | None = None,
     ) -> None:
         self.name = name
         self.bind_host = bind_host
+        # The service's identity when its gRPC server is mutual TLS; its clients use it too.
+        self.tls = tls
         self.tracer_provider = tracer_provider
         self.grpc_port: int | None = None
         self.admin_port: int = 0
@@ -257,10 +269,12 @@ async def start(
     ``readiness`` too, with ``READINESS_TIMEOUT_S`` to answer (see the module docstring).
     ``tracer_provider``: where the server's spans go; by default a new one from
     ``config.tracing``, owned (shut down at stop) by the service. No process-wide state is
-    touched: no logging setup, no signal handlers (``serve`` does those).
+    touched: no logging setup, no signal handlers (``serve`` does those). ``config.tls``: see
+    the module; a bad file raises ``TlsError`` before anything listens.
     """
     if register is not None and listen.grpc_port is None:
         raise ValueError(f"{name}: servicers to register but no gRPC port")
+    tls = load_identity(config)
     owned = tracer_provider is None
     provider = tracer_provider or tracer_provider_for(name, config.tracing)
     running = RunningService(
@@ -269,11 +283,12 @@ async def start(
         tracer_provider=provider,
         owns_tracer_provider=owned,
         shutdown=shutdown,
+        tls=tls,
     )
     try:
         if listen.grpc_port is not None:
             running.server, running.grpc_port = await _start_grpc(
-                listen.bind_host, listen.grpc_port, register, provider
+                listen.bind_host, listen.grpc_port, register, provider, tls
             )
         running._admin, running.admin_port = await _start_admin(
             listen.bind_host, listen.admin_port, running, status, readiness
@@ -291,6 +306,7 @@ async def start(
         bind_host=listen.bind_host,
         grpc_port=running.grpc_port,
         admin_port=running.admin_port,
+        tls=tls is not None,
     )
     return running
 
@@ -354,7 +370,11 @@ async def serve(
 
 
 async def _start_grpc(
-    host: str, port: int, register: Register | None, provider: TracerProvider
+    host: str,
+    port: int,
+    register: Register | None,
+    provider: TracerProvider,
+    tls: TlsIdentity | None,
 ) -> tuple[Any, int]:
     server = grpc.aio.server(
         interceptors=[ServerInterceptor(provider)], options=list(SERVER_OPTIONS)
@@ -362,7 +382,10 @@ async def _start_grpc(
     if register is not None:
         register(server)
     try:
-        bound = server.add_insecure_port(f"{host}:{port}")
+        if tls is None:
+            bound = server.add_insecure_port(f"{host}:{port}")
+        else:
+            bound = server.add_secure_port(f"{host}:{port}", server_credentials(tls))
     except RuntimeError as err:
         raise ServiceError(f"cannot listen for gRPC on {host}:{port}: {err}") from err
     # Older grpc releases report a failed bind as port 0 rather than raising.
