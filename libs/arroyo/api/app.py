@@ -61,7 +61,8 @@ def create_app(
     """
     middlewares: list[Any] = [metrics_middleware, error_middleware]
     if keys is not None:
-        middlewares.append(auth_middleware(keys))
+        public = frozenset(r.full_path for r in ROUTES if r.public and r.method == "GET")
+        middlewares.append(auth_middleware(keys, public))
     app = web.Application(middlewares=middlewares)
     api = Api(
         store,
