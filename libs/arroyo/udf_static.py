@@ -12,9 +12,11 @@ file's syntax tree, and the code runs only where Spark calls it, in Spark's Pyth
   ``dt.datetime``, and the same inside quotes).
 
 What it cannot give, and where it shows instead: an error raised while the file's module runs
-(an import of a missing package, a NameError), a function decorated by a name bound at run time,
-and an annotation through an alias (``Num = int``). The first fails the job at its first batch,
-naming the UDF and the error; the other two are diagnostics here, asking for the plain form.
+(an import of a missing package, a NameError) fails the job at its first batch, naming the UDF
+and the error; a function decorated through a name bound at run time (``u = udf(timeout=2)``,
+then ``@u``) is not seen as a UDF, so a call of it is an unknown function; an annotation
+through an alias (``Num = int``) or a decorator argument that is not a literal number is a
+diagnostic asking for the plain form.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ _SCALARS = {
     "datetime.datetime": "TIMESTAMP",
 }
 _OPTIONAL = {"typing.Optional"}
+_ANNOTATED = {"typing.Annotated", "typing_extensions.Annotated"}
 _UNION = {"typing.Union"}
 _LIST = {"list", "typing.List"}
 _DECORATORS = {"arroyo_udf.udf": "udf", "arroyo_udf.udaf": "udaf"}
@@ -64,6 +67,7 @@ class FoundUdf:
 class Problem:
     line: int
     message: str
+    name: str  # the UDF's
 
 
 def read(text: str, where: str) -> tuple[list[FoundUdf], list[Problem]]:
@@ -73,7 +77,7 @@ def read(text: str, where: str) -> tuple[list[FoundUdf], list[Problem]]:
     names = _imports(tree)
     found: dict[str, FoundUdf] = {}
     problems: list[Problem] = []
-    for node in tree.body:
+    for node in _top_level(tree.body):
         if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
         for decorator in node.decorator_list:
@@ -84,25 +88,15 @@ def read(text: str, where: str) -> tuple[list[FoundUdf], list[Problem]]:
             try:
                 found[node.name] = _udf(node, decorator, kind, names, line)
             except UdfTypeError as err:
-                problems.append(Problem(line, f"UDF '{node.name}': {err}"))
+                problems.append(Problem(line, f"UDF '{node.name}': {err}", node.name))
             break
-    if not found and not problems and tree.body:
-        # Code, but no UDF: a file of helpers alone has no use, and a typo in a decorator's
-        # name would otherwise pass unseen.
-        problems.append(
-            Problem(
-                tree.body[0].lineno,
-                "defines no UDF: decorate a function with @udf or @udaf "
-                "(from arroyo_udf import udf, udaf)",
-            )
-        )
     return list(found.values()), problems
 
 
 def _imports(tree: ast.Module) -> dict[str, str]:
     """Each name the module's top level binds by import, to what it stands for."""
     names: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in _top_level(tree.body):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.asname:
@@ -114,6 +108,20 @@ def _imports(tree: ast.Module) -> dict[str, str]:
             for alias in node.names:
                 names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     return names
+
+
+def _top_level(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements run at the module's top level, in its ``if`` and ``try`` blocks too."""
+    found: list[ast.stmt] = []
+    for node in body:
+        found.append(node)
+        if isinstance(node, ast.If):
+            found += _top_level(node.body) + _top_level(node.orelse)
+        elif isinstance(node, ast.Try):
+            inner = [*node.body, *node.orelse, *node.finalbody]
+            inner += [s for handler in node.handlers for s in handler.body]
+            found += _top_level(inner)
+    return found
 
 
 def _qualified(node: ast.expr, names: dict[str, str]) -> str | None:
@@ -141,6 +149,8 @@ def _udf(
     line: int,
 ) -> FoundUdf:
     options = {"concurrency": 16.0, "timeout": 30.0}
+    if isinstance(decorator, ast.Call) and kind == "udaf":
+        raise UdfTypeError("@udaf takes no arguments: write it bare")
     if isinstance(decorator, ast.Call):
         if decorator.args:
             raise UdfTypeError("the decorator takes keyword arguments only")
@@ -150,6 +160,8 @@ def _udf(
             value = keyword.value
             if not isinstance(value, ast.Constant) or not isinstance(value.value, int | float):
                 raise UdfTypeError(f"'{keyword.arg}' must be a literal number")
+            if value.value <= 0 or (keyword.arg == "concurrency" and value.value % 1):
+                raise UdfTypeError(f"'{keyword.arg}' must be a positive number")
             options[keyword.arg] = float(value.value)
     spec = node.args
     if spec.vararg or spec.kwarg or spec.kwonlyargs:
@@ -189,13 +201,18 @@ def annotation_type(node: ast.expr, names: dict[str, str]) -> UdfType:
         except SyntaxError as err:
             raise UdfTypeError(f"annotation {node.value!r} is not an expression") from err
         return annotation_type(parsed, names)
+    if isinstance(node, ast.Subscript) and _qualified(node.value, names) in _ANNOTATED:
+        # Annotated[X, ...] is X, as typing.get_type_hints reads it.
+        given = node.slice
+        return annotation_type(given.elts[0] if isinstance(given, ast.Tuple) else given, names)
     members = _union_members(node, names)
     if members is not None:
         present = [m for m in members if not _is_none(m)]
-        if len(present) != 1 or len(present) == len(members):
+        if len(present) != 1:
             raise UdfTypeError(f"unsupported union {ast.unparse(node)}")
         inner = annotation_type(present[0], names)
-        return UdfType(inner.spark, True)
+        # Union[X] alone is X.
+        return UdfType(inner.spark, inner.nullable or len(present) != len(members))
     if isinstance(node, ast.Subscript) and _qualified(node.value, names) in _LIST:
         return UdfType(f"ARRAY<{annotation_type(node.slice, names).spark}>", False)
     if _qualified(node, names) in _LIST:

@@ -195,10 +195,18 @@ def load(source: str, path: str = "<udfs>", *, install: bool = False) -> UdfLibr
             found, problems = udf_static.read("\n" * (start - 1) + text, where)
         except SyntaxError as err:
             raise _udf_error(where, err.lineno or start, f"SyntaxError: {err}") from err
-        diagnostics += [_udf_error(where, p.line, p.message).diagnostics[0] for p in problems]
+        except (RecursionError, MemoryError) as err:
+            raise _udf_error(where, start, "too deeply nested to read") from err
+        # Spark's function names are case-insensitive: a name taken in any case is taken, and
+        # a section's UDF of a name an earlier section took is not this pipeline's.
+        taken = {n.lower() for n in library.udfs}
+        diagnostics += [
+            _udf_error(where, p.line, p.message).diagnostics[0]
+            for p in problems
+            if p.name.lower() not in taken
+        ]
         for f in found:
-            # Spark's function names are case-insensitive: a name taken in any case is taken.
-            if f.name.lower() in {n.lower() for n in library.udfs}:
+            if f.name.lower() in taken:
                 continue
             code = UdfCode(where, start, text, module, f.name)
             library.udfs[f.name] = UdfDef(
@@ -214,16 +222,15 @@ def load(source: str, path: str = "<udfs>", *, install: bool = False) -> UdfLibr
     return library
 
 
-# Each section's module, once per process: (module, its text) -> its namespace, or the error
-# that running it raised.
-_MODULES: dict[tuple[str, str], dict[str, Any] | RuntimeError] = {}
+# Each section's module, once per process: its namespace, or where and how running it failed.
+_MODULES: dict[tuple[str, str, int, str], dict[str, Any] | tuple[int, str]] = {}
 
 
 def function(code: UdfCode) -> Callable[..., Any]:
     """The UDF's function, running its section as a module the first time this process asks
     (Spark's Python workers do; no Arroyo service does). A section that fails to run fails
     every call of its UDFs, naming the UDF, the line and the error."""
-    key = (code.module, code.text)
+    key = (code.module, code.where, code.start, code.text)
     namespace = _MODULES.get(key)
     if namespace is None:
         module = types.ModuleType(code.module)
@@ -233,13 +240,13 @@ def function(code: UdfCode) -> Callable[..., Any]:
             namespace = module.__dict__
         except Exception as err:
             line = getattr(err, "lineno", None) or _traceback_line(err, code.where)
-            namespace = RuntimeError(
-                f"{UDF_ERROR}{code.name}' could not be loaded: {code.where}:{line}: "
-                f"{type(err).__name__}: {err}"
-            )
+            namespace = (line, f"{type(err).__name__}: {err}")
         _MODULES[key] = namespace
-    if isinstance(namespace, RuntimeError):
-        raise namespace
+    if isinstance(namespace, tuple):
+        line, error = namespace
+        raise RuntimeError(
+            f"{UDF_ERROR}{code.name}' could not be loaded: {code.where}:{line}: {error}"
+        )
     return typing.cast(Callable[..., Any], namespace[code.name])
 
 

@@ -472,15 +472,23 @@ async def test_create_with_bad_sql_is_400_with_diagnostics_and_stores_nothing(
         assert env.controller is not None and env.controller.nudges == 0
 
 
+UNTYPED_UDF = "from arroyo_udf import udf\n\n@udf\ndef f(x):\n    return x\n"
+
+
 @pytest.mark.spark
 async def test_a_diagnostic_without_a_position_has_null_line_and_column(
     tmp_path: Path, compiler: Compiler
 ) -> None:
-    """Found by tests/fuzz: a UDF file that fails to load has a diagnostic with no position; its
+    """Found by tests/fuzz: a UDF file that is refused has a diagnostic with no position; its
     ``line`` and ``column``, required by the documented schema, were left out of the body."""
     async with running_api(tmp_path, compiler=compiler) as env:
         response = await env.client.post(
-            "/api/v1/pipelines", json={"name": "p", "query": QUERY, "udfs": "details"}
+            "/api/v1/pipelines",
+            json={
+                "name": "p",
+                "query": QUERY,
+                "udfs": "from arroyo_udf import udf\n\n@udf\ndef f(x):\n    return x\n",
+            },
         )
         await error_of(response, 400)
         [diagnostic] = (await response.json())["diagnostics"]

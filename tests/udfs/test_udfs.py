@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 from arroyo.engine.catalog import spark_planner
 from arroyo.engine.runner import PipelineRunner
 from arroyo.errors import JobFailedError, PlanningError
-from arroyo.udfs import UdfLibrary, dependencies, load, with_saved
+from arroyo.udfs import UdfLibrary, dependencies, function, load, with_saved
 from tests.sql.harness import INPUTS, read_output
 
 HERE = Path(__file__).parent
@@ -249,7 +249,9 @@ def test_udf_types_are_read_through_the_files_imports() -> None:
         "@au.udf(concurrency=2, timeout=1.5)\nasync def a(x: Optional[str], y: 'dt.datetime') "
         "-> typing.Union[int, None]:\n    return 1\n\n\n"
         "@aggregate\ndef b(xs: List[float]) -> 'list[int | None]':\n    return []\n\n\n"
-        "def not_a_udf(x):\n    return x\n"
+        "def not_a_udf(x):\n    return x\n\n\n"
+        "try:\n    from typing import Annotated, Union\nexcept ImportError:\n    pass\nelse:\n\n"
+        "    @au.udf\n    def c(x: Annotated[int, 'meta']) -> Union[str]:\n        return ''\n"
     )
     library = load(text, "udfs.py")
     a, b = library.udfs["a"], library.udfs["b"]
@@ -257,7 +259,21 @@ def test_udf_types_are_read_through_the_files_imports() -> None:
     assert [(t.spark, t.nullable) for t in a.args] == [("STRING", True), ("TIMESTAMP", False)]
     assert (a.returns.spark, a.returns.nullable) == ("BIGINT", True)
     assert (b.kind, b.args[0].spark, b.returns.spark) == ("udaf", "ARRAY<DOUBLE>", "ARRAY<BIGINT>")
-    assert sorted(library.udfs) == ["a", "b"]
+    c = library.udfs["c"]
+    assert [(t.spark, t.nullable) for t in c.args] == [("BIGINT", False)]
+    assert (c.returns.spark, c.returns.nullable) == ("STRING", False)
+    assert sorted(library.udfs) == ["a", "b", "c"]
+
+
+def test_a_module_that_fails_to_run_names_each_udf_called() -> None:
+    library = load(
+        "from arroyo_udf import udf\n\nX = 1 / 0\n\n\n@udf\ndef f(x: int) -> int:\n    return x\n"
+        "\n\n@udf\ndef g(x: int) -> int:\n    return x\n",
+        "udfs.py",
+    )
+    for name in ("f", "g"):
+        with pytest.raises(RuntimeError, match=f"UDF '{name}' could not be loaded: udfs.py:3"):
+            function(library.udfs[name].code)
 
 
 @pytest.mark.parametrize(
@@ -271,6 +287,9 @@ def test_udf_types_are_read_through_the_files_imports() -> None:
         ("@udf\ndef f(x: int) -> int\n", "SyntaxError"),
         ("Num = int\n\n@udf\ndef f(x: Num) -> int:\n    return 1\n", "an alias is not followed"),
         ("@udf(concurrency=N)\ndef f(x: int) -> int:\n    return 1\n", "must be a literal number"),
+        ("@udf(concurrency=0)\ndef f(x: int) -> int:\n    return 1\n", "must be a positive number"),
+        ("@udaf()\ndef f(x: list[int]) -> int:\n    return 1\n", "@udaf takes no arguments"),
+        ("@udf\ndef f(x: " + " | ".join(["int"] * 5000) + ") -> int:\n    return 1\n", "nested"),
     ],
 )
 def test_bad_udf_files_are_diagnostics(source: str, message: str) -> None:

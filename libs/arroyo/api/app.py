@@ -83,6 +83,7 @@ def create_app(
     return app
 
 
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 _IN_FLIGHT = Gauge("arroyo_api_requests_in_flight", "HTTP requests the api is answering")
 _HANDLED = Counter(
     "arroyo_api_requests_total",
@@ -107,7 +108,8 @@ async def metrics_middleware(request: web.Request, handler: Handler) -> web.Stre
         _IN_FLIGHT.dec()
         resource = request.match_info.route.resource
         route = resource.canonical if resource is not None else "unmatched"
-        _HANDLED.labels(request.method, route, str(code)).inc()
+        method = request.method if request.method in _METHODS else "other"
+        _HANDLED.labels(method, route, str(code)).inc()
 
 
 @web.middleware

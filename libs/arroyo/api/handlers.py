@@ -559,7 +559,7 @@ async def _with_keepalive(
             done, _ = await asyncio.wait(
                 {pending, stopping}, timeout=KEEPALIVE_S, return_when=asyncio.FIRST_COMPLETED
             )
-            if stopping in done:
+            if stopping in done and pending not in done:
                 return
             if not done:
                 yield b": keepalive\n\n"
@@ -569,6 +569,8 @@ async def _with_keepalive(
             except StopAsyncIteration:
                 return
             yield event
+            if stop.is_set():
+                return
             pending = asyncio.ensure_future(anext(events))
     finally:
         # Cancelling a read in flight cancels the controller's call beneath it; waiting for it

@@ -2,9 +2,10 @@
 (whose store and compiler they use).
 
 A saved UDF is a Python UDF file that defines exactly one UDF. The compiler checks it when it
-is saved (its signature, its annotations, its dependencies) and every pipeline compiled later
-that calls it has it, after the pipeline's own UDFs (``arroyo.udfs.with_saved``). A pipeline
-keeps the saved UDFs it was compiled with: deleting one changes no pipeline that exists."""
+is saved (its signature, annotations and dependencies block, read without running the file),
+and every pipeline compiled later that calls it has it, after the pipeline's own UDFs
+(``arroyo.udfs.with_saved``). A pipeline keeps the saved UDFs it was compiled with: deleting
+one changes no pipeline that exists."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from arroyo_rpc.v1 import common_pb2, compiler_pb2
 
 log = structlog.get_logger(__name__)
 
-# How long the compiler may take to check a UDF file (installing its dependencies included).
+# How long the compiler may take to check a UDF file (it reads it; it installs nothing).
 VALIDATE_TIMEOUT_S = 120.0
 # A UDF diagnostic's message begins with the file and the line: "udfs.py:3: ...".
 _AT_LINE = re.compile(r"^[^:\n]+:(\d+): ")

@@ -119,8 +119,10 @@ class Compiler:
     async def readiness(self) -> dict[str, str | None]:
         """Ready while its Spark session's JVM answers (a trivial call, off the loop)."""
         try:
-            tracker = self.spark.sparkContext.statusTracker()
-            await asyncio.to_thread(tracker.getJobIdsForGroup)
+            # All of it off the loop: each step is a call into the JVM, which may hang.
+            await asyncio.to_thread(
+                lambda: self.spark.sparkContext.statusTracker().getJobIdsForGroup()
+            )
         except Exception as err:
             return {"spark": f"the compiler's Spark session does not answer: {err}"}
         return {"spark": None}
@@ -168,9 +170,7 @@ class Compiler:
                         profiles=by_name,
                         saved_tables={t.name: t.ddl for t in saved},
                     )
-                    # Secret options out of the tables, into the program's ``secrets``: the
-                    # store seals them, and workers fetch them (arroyo.connectors.secrets).
-                    program = secrets.take(planner.plan(query))
+                    program = planner.plan(query)
             except PlanningError as err:
                 return pb.CompileResponse(
                     diagnostics=[_diagnostic(d) for d in err.diagnostics],
@@ -197,7 +197,10 @@ class Compiler:
             if t.connector != STAGE_CONNECTOR  # internal: the pipeline's own
         ]
         return pb.CompileResponse(
-            program_json=program.to_json(),
+            # Secret options out of the tables, into the program's ``secrets``: the store
+            # seals them, and workers fetch them (arroyo.connectors.secrets). Last: what reads
+            # the tables' options above needs their values.
+            program_json=secrets.take(program).to_json(),
             nodes=nodes,
             edges=edges,
             tables=tables,

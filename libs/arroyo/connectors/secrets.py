@@ -16,7 +16,7 @@ query's text keeps it: name a connection profile instead (``connection_profile =
 from __future__ import annotations
 
 import dataclasses
-import re
+import json
 from collections.abc import Iterator, Mapping
 
 from arroyo.connectors import connector
@@ -24,7 +24,8 @@ from arroyo.connectors.base import secret_fields
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.program.spec import PipelineProgram, TableSpec
 
-_REFERENCE = re.compile(r"^\$\{secret:(?P<key>[^}]+)\}$")
+# A value that is not text travels as its JSON, marked so.
+_JSON = "\x00json:"
 
 
 class MissingSecretError(ArroyoError):
@@ -45,28 +46,36 @@ def _tables(program: PipelineProgram) -> Iterator[TableSpec]:
 
 
 def _secret_options(table: TableSpec) -> frozenset[str]:
+    """The keys under which the table's options may hold a secret: each secret field's alias
+    (``auth.password``) and Python name (``auth_password``, as the planner stores options)."""
     conn = connector(table.connector)
     if conn is None:
         return frozenset()
-    names = secret_fields(conn.options_model)
-    if conn.connection_model is not None:
-        names |= secret_fields(conn.connection_model)
-    return names
+    keys: set[str] = set()
+    for model in (conn.options_model, conn.connection_model):
+        if model is None:
+            continue
+        aliases = secret_fields(model)
+        keys |= aliases
+        keys |= {n for n, info in model.model_fields.items() if (info.alias or n) in aliases}
+    return frozenset(keys)
 
 
 def take(program: PipelineProgram) -> PipelineProgram:
     """``program`` with each secret option's value replaced by its reference, and the values
-    in its ``secrets``, by reference key."""
+    in its ``secrets``, by reference key. A value that is not text (``storage_options``, a map)
+    is kept as its JSON."""
     values = dict(program.secrets)
     replaced: dict[int, TableSpec] = {}
     for table in _tables(program):
         options = dict(table.options)
-        for name in _secret_options(table) & options.keys():
+        for name in sorted(_secret_options(table) & options.keys()):
             value = options[name]
-            if isinstance(value, str) and not _REFERENCE.match(value):
-                key = f"{table.name}.{name}"
-                values[key] = value
-                options[name] = reference(key)
+            if value is None:
+                continue
+            key = f"{table.name}.{name}"
+            values[key] = value if isinstance(value, str) else _JSON + json.dumps(value)
+            options[name] = reference(key)
         if options != table.options:
             replaced[id(table)] = dataclasses.replace(table, options=options)
     return _with_tables(program, replaced, values)
@@ -77,14 +86,19 @@ def without(program: PipelineProgram) -> PipelineProgram:
     return dataclasses.replace(program, secrets={})
 
 
+def _references(table: TableSpec) -> Iterator[tuple[str, str]]:
+    """(option, key) of each secret option of ``table`` that holds its own reference. Only
+    those: a reference written into any other option, or naming another option's secret, is
+    text like any other, never filled in."""
+    for name in sorted(_secret_options(table) & table.options.keys()):
+        key = f"{table.name}.{name}"
+        if table.options[name] == reference(key):
+            yield name, key
+
+
 def wanted(program: PipelineProgram) -> set[str]:
     """The keys of the secrets the program refers to."""
-    return {
-        match["key"]
-        for table in _tables(program)
-        for value in table.options.values()
-        if isinstance(value, str) and (match := _REFERENCE.match(value))
-    }
+    return {key for table in _tables(program) for _, key in _references(table)}
 
 
 def put(program: PipelineProgram, values: Mapping[str, str]) -> PipelineProgram:
@@ -93,16 +107,14 @@ def put(program: PipelineProgram, values: Mapping[str, str]) -> PipelineProgram:
     replaced: dict[int, TableSpec] = {}
     for table in _tables(program):
         options = dict(table.options)
-        for name, value in table.options.items():
-            match = _REFERENCE.match(value) if isinstance(value, str) else None
-            if match is None:
-                continue
-            if match["key"] not in values:
+        for name, key in _references(table):
+            if key not in values:
                 raise MissingSecretError(
-                    f"table '{table.name}' refers to secret '{match['key']}' for its option "
+                    f"table '{table.name}' refers to secret '{key}' for its option "
                     f"'{name}', which the job does not have"
                 )
-            options[name] = values[match["key"]]
+            value = values[key]
+            options[name] = json.loads(value[len(_JSON) :]) if value.startswith(_JSON) else value
         if options != table.options:
             replaced[id(table)] = dataclasses.replace(table, options=options)
     return _with_tables(program, replaced, program.secrets)

@@ -219,6 +219,14 @@ class Controller:
         asks, before it runs): read from the job's pipeline, where the store keeps them sealed,
         never from the program the worker was sent."""
         ctx = self.context(ref)
+        if not ref.worker_id or ref.worker_id != ctx.status.worker_id:
+            # Only the worker the job runs on now, which a node started for it and which has
+            # registered: the job id and generation alone are no credential.
+            raise StaleGenerationError(
+                f"worker {ref.worker_id or '(none)'} is not job {ref.job_id}'s worker"
+            )
+        if not ctx.status.worker_address:
+            raise StaleGenerationError(f"job {ref.job_id}'s worker has not registered")
         pipeline = await self.store.get_pipeline(ctx.pipeline_id)
         if pipeline is None:
             raise UnknownJobError(f"job {ref.job_id}'s pipeline is gone")
