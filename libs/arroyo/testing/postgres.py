@@ -91,6 +91,15 @@ class PostgresServer:
         self._pg_ctl("-m", mode, "restart")
         asyncio.run(_wait_until_ready(self.url))
 
+    def stop(self, mode: str = "fast") -> None:
+        """``pg_ctl stop -m mode``: the server is down until ``start()``."""
+        self._pg_ctl("-m", mode, "stop")
+
+    def start(self) -> None:
+        """Start the stopped server; returns once it accepts connections."""
+        self._pg_ctl("start")
+        asyncio.run(_wait_until_ready(self.url))
+
     def _pg_ctl(self, *args: str) -> None:
         command = [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log_path)]
         command += ["-w", "-t", str(int(START_TIMEOUT_S)), *args]
