@@ -17,7 +17,8 @@ pause itself is the fault's length, not its recovery) until both
 (1) the component answers again: the api serves the job from the database (``api``,
     ``postgres``), the api validates a query through the compiler (``compiler``), the controller
     answers ``/status`` and reports the job Running (``controller``), the node answers
-    ``/status`` (``node``), the job runs a new generation (``worker``); and
+    ``/status`` and the job runs a new generation (``node``), the job runs a new generation
+    (``worker``); and
 (2) the pipeline has caught up: the watching read_committed consumer has seen the row of the
     window that was still being fed when the fault struck (its last events came after it), so
     the pipeline read, windowed and committed input fed after the fault.
@@ -84,6 +85,7 @@ class Recovery:
     kind: str
     seconds: float | None  # None: not recovered within the deadline
     at_s: float  # when the fault struck, from the start of the schedule
+    back_s: float | None = None  # of which until the component answered again
 
 
 @dataclass
@@ -205,7 +207,9 @@ class Chaos:
                     time.sleep(_POLL_S)
                 recovery = self.strike(fault.kind, feeder, watcher, time.monotonic() - started)
                 self.report.recoveries.append(recovery)
-                took = "not recovered" if recovery.seconds is None else f"{recovery.seconds:.1f} s"
+                took = "not recovered"
+                if recovery.seconds is not None and recovery.back_s is not None:
+                    took = f"{recovery.seconds:.1f} s (answering again in {recovery.back_s:.1f} s)"
                 self.say(f"{recovery.at_s:6.1f} s  {fault.kind:<10} recovered in {took}")
                 if recovery.seconds is None:
                     break
@@ -237,10 +241,11 @@ class Chaos:
         if kind == "none":
             open_window, struck = now()
         elif kind in SERVICE_KINDS:
+            before = self.cluster.job(self.pipeline_id)["generation"]
             open_window, struck = now()
             self.cluster.stop(kind, signal.SIGKILL, timeout=30)
             self.cluster.start(kind, *self.cluster.launched[kind])
-            back = self._probe(kind)
+            back = self._probe(kind, before)
         elif kind == "worker":
             before = self.cluster.job(self.pipeline_id)["generation"]
             pid = self._worker_pid()
@@ -266,11 +271,11 @@ class Chaos:
             return Recovery(kind, None, at_s)
         seen = watcher.advanced_past(open_window - 1)
         assert seen is not None
-        return Recovery(kind, max(component, seen) - struck, at_s)
+        return Recovery(kind, max(component, seen) - struck, at_s, component - struck)
 
     # probes
 
-    def _probe(self, kind: str) -> Callable[[], bool]:
+    def _probe(self, kind: str, generation: int = 0) -> Callable[[], bool]:
         if kind == "api":
             return lambda: self.cluster.job(self.pipeline_id)["state"] != ""
         if kind == "compiler":
@@ -280,7 +285,8 @@ class Chaos:
             )
         if kind == "controller":
             return lambda: bool(self.cluster.admin_status("controller")) and self._job_running()
-        return lambda: bool(self.cluster.admin_status(kind))
+        # The node, and the job running again on it (its worker died with it).
+        return lambda: bool(self.cluster.admin_status(kind)) and self._job_running(generation)
 
     def _job_running(self, after_generation: int = -1) -> bool:
         job = self.cluster.job(self.pipeline_id)
