@@ -16,6 +16,7 @@ recovers, then the figures; never fails on a figure.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -57,7 +58,8 @@ def main() -> None:
             say = lambda line: print(line, flush=True)  # noqa: E731
             chaos = Chaos(cluster, broker, postgres, pause_s=args.pause, say=say)
             report = chaos.run(faults, rate=args.rate, seconds=seconds, baseline=args.baseline)
-    print(f"\nran {(time.monotonic() - started) / 60:.1f} min in all")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\nran {(time.monotonic() - started) / 60:.1f} min in all; load average now {load}")
     print("\n".join(report.lines()))
 
 
