@@ -3,8 +3,7 @@
 Workers are separate processes (``arroyo worker ...``) so that a worker's JVM dying, or being
 killed, takes nothing else with it. With ``node.warm_worker`` the node keeps one worker started
 ahead of need (``arroyo worker --warm``: its SparkSession up, waiting on its standard input for
-the job it will run); a job that fits its slots gets it, and the next warm one starts behind it
-(``WARM_START_S`` after the one handed over was spawned, at the earliest).
+the job it will run); a job that fits its slots gets it, and the next warm one starts behind it.
 
 The node's heartbeat lists the workers still alive: the
 controller learns of a dead worker at the next heartbeat instead of waiting out the worker's own
@@ -17,10 +16,9 @@ import asyncio
 import json
 import os
 import signal
-import time
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
@@ -30,12 +28,6 @@ from arroyo.rpc import ControllerClient, RpcError
 from arroyo_rpc.v1 import controller_pb2 as pb
 
 log = structlog.get_logger(__name__)
-
-# The next warm worker starts once the one just handed over has had this long since it was
-# spawned. A warm worker handed over while still starting (its node just started, as after a
-# crash) would otherwise share the machine with the next one's JVM starting beside it, and on
-# a small machine both take about twice as long: the job's recovery waits on the first.
-WARM_START_S = 20.0
 
 
 @dataclass
@@ -47,7 +39,6 @@ class WorkerHandle:
     process: asyncio.subprocess.Process
     log_path: Path
     reaper: asyncio.Task[None] | None = None
-    spawned_at: float = field(default_factory=time.monotonic)
 
     @property
     def running(self) -> bool:
@@ -77,7 +68,6 @@ class NodeRuntime:
         self.workers: dict[str, WorkerHandle] = {}
         self._heartbeat: asyncio.Task[None] | None = None
         self._warm: WorkerHandle | None = None
-        self._next_warm: asyncio.Task[None] | None = None
 
     @property
     def free_slots(self) -> int:
@@ -93,14 +83,9 @@ class NodeRuntime:
         if self.config.node.warm_worker and (self._warm is None or not self._warm.running):
             self._warm = await self._spawn("", 0, self.config.node.warm_worker_slots, {})
 
-    async def _keep_warm_after(self, delay_s: float) -> None:
-        await asyncio.sleep(delay_s)
-        await self._keep_warm()
-
     async def close(self) -> None:
-        for task in (self._heartbeat, self._next_warm):
-            if task is not None:
-                task.cancel()
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
         for handle in list(self.workers.values()):
             if handle.running:
                 handle.process.send_signal(signal.SIGTERM)
@@ -122,11 +107,7 @@ class NodeRuntime:
             await warm.process.stdin.drain()
             warm.job_id, warm.generation, warm.slots = job_id, generation, slots
             log.info("warm_worker_assigned", worker_id=warm.worker_id, job_id=job_id)
-            delay = WARM_START_S - (time.monotonic() - warm.spawned_at)
-            if delay > 0:
-                self._next_warm = asyncio.create_task(self._keep_warm_after(delay))
-            else:
-                await self._keep_warm()
+            await self._keep_warm()
             return warm
         return await self._spawn(job_id, generation, slots, env)
 
