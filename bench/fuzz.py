@@ -72,7 +72,7 @@ def main() -> None:
     from arroyo.compiler import Compiler
     from arroyo.engine.catalog import spark_planner
     from arroyo.engine.session import SessionSettings, get_or_create_session
-    from tests.fuzz.api_fuzz import fuzz_operation, operation_labels
+    from tests.fuzz.api_fuzz import fuzz_operation, has_inputs, operation_labels
     from tests.fuzz.api_server import served_api
     from tests.fuzz.formats_fuzz import FORMATS
     from tests.fuzz.sql_grammar import plan_outcome, scripts
@@ -90,9 +90,10 @@ def main() -> None:
                     requests += fuzz_operation(
                         api.base_url, label, args.examples, path_parameters=known, seed=args.seed
                     )
-                requests += fuzz_operation(
-                    api.base_url, label, args.examples, negative=True, seed=args.seed
-                )
+                if has_inputs(label):
+                    requests += fuzz_operation(
+                        api.base_url, label, args.examples, negative=True, seed=args.seed
+                    )
         print(
             f"api: {len(labels)} operations x {args.examples} examples per mode, "
             f"{requests} requests, {time.monotonic() - started:.1f} s"

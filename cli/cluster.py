@@ -5,6 +5,16 @@ what a deployment runs, only supervised from one terminal. A service that exits 
 started again (after a pause that grows with repeated crashes); Ctrl-C or SIGTERM stops them all:
 SIGTERM first, so the node checkpoints its workers, SIGKILL after a grace period.
 
+Security. The services talk mutual TLS (``arroyo.tls``). Without a ``tls`` section in the
+config, the cluster makes a local CA and a certificate per service in ``data_dir/tls`` at first
+start (``arroyo.tls.authority``; keys mode 0600), keeps them for later starts, and hands each
+service its own through ``ARROYO__TLS__*`` variables (a node's workers inherit the node's); with
+one, every service uses the configured files. Plaintext between the cluster's services is not
+offered: anything on the machine could otherwise drive a node to start processes. The api
+serves HTTPS with ``--https`` (or ``api.https``), and by default when it listens beyond
+loopback (``arroyo.api.https``); on loopback it stays plain HTTP, which a browser opens
+without a warning about the local CA. The readiness check trusts that CA.
+
 Readiness. The cluster says "starting" at once, and its "ready" line (the API's URL) only once
 the api's ``GET /api/v1/status`` says ready: the compiler has started Spark, the controller
 answers and a node has registered, so a pipeline can be created and scheduled. Until then it
@@ -18,6 +28,8 @@ import contextlib
 import json
 import os
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -29,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from arroyo.config import Config
+from arroyo.config import Config, TlsConfig
 
 SERVICES = ("controller", "compiler", "node", "api")
 _GRACE_S = 90.0
@@ -42,22 +54,65 @@ _NOT_READY_REPORT_S = 30.0
 class _Service:
     name: str
     args: list[str]
+    # Over the cluster's own environment: the service's certificate.
+    env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     crashes: int = 0
     restart_at: float = 0.0
     started_at: float = field(default_factory=time.monotonic)
 
     def start(self) -> None:
-        self.process = subprocess.Popen(self.args, stdin=subprocess.DEVNULL)
+        self.process = subprocess.Popen(
+            self.args, stdin=subprocess.DEVNULL, env={**os.environ, **self.env}
+        )
         self.started_at = time.monotonic()
 
 
-def run_cluster(config: Config, config_path: Path | None, *, s3: bool = False) -> int:
+def run_cluster(
+    config: Config, config_path: Path | None, *, s3: bool = False, https: bool = False
+) -> int:
+    """Raises ``ConfigError`` (``TlsError``) when configured TLS files cannot serve."""
     config.data_dir.mkdir(parents=True, exist_ok=True)
+    environments = _certificates(config)
+    if https:
+        environments["api"]["ARROYO__API__HTTPS"] = "true"
     with contextlib.ExitStack() as stack:
         if s3:
             stack.enter_context(_s3_checkpoints(config))
-        return _supervise(config, config_path)
+        return _supervise(config, config_path, environments)
+
+
+def _certificates(config: Config) -> dict[str, dict[str, str]]:
+    """Each service's environment for mutual TLS: nothing when the config names the files
+    (checked here), else those of the cluster's own CA, made now or kept from before."""
+    from arroyo.tls import load_identity
+    from arroyo.tls.authority import ensure_certificates
+
+    if load_identity(config) is not None:
+        return {name: {} for name in SERVICES}
+    sections = (config.api, config.controller, config.compiler, config.node)
+    hosts = [h for s in sections for h in (s.bind_host, s.dial().rpartition(":")[0])]
+    # And this machine's name: what a browser elsewhere dials, when the api listens beyond it.
+    hosts += [config.worker.bind_host, config.worker.advertise_host or "", socket.gethostname()]
+    made = ensure_certificates(config.data_dir / "tls", SERVICES, hosts=hosts)
+    if made.written:
+        _say(f"made certificates for mutual TLS between the services in {made.ca_file.parent}")
+    return {name: files.environment() for name, files in made.services.items()}
+
+
+def _api_config(config: Config, env: dict[str, str]) -> Config:
+    """The config the api runs with: the cluster's, with its certificate and HTTPS setting."""
+    tls = config.tls
+    if "ARROYO__TLS__CERT_FILE" in env:
+        tls = TlsConfig(
+            cert_file=Path(env["ARROYO__TLS__CERT_FILE"]),
+            key_file=Path(env["ARROYO__TLS__KEY_FILE"]),
+            ca_file=Path(env["ARROYO__TLS__CA_FILE"]),
+        )
+    api = config.api
+    if "ARROYO__API__HTTPS" in env:
+        api = api.model_copy(update={"https": env["ARROYO__API__HTTPS"] == "true"})
+    return config.model_copy(update={"tls": tls, "api": api})
 
 
 @contextlib.contextmanager
@@ -85,11 +140,24 @@ def _s3_checkpoints(config: Config) -> Iterator[None]:
         yield
 
 
-def _supervise(config: Config, config_path: Path | None) -> int:
+def _supervise(
+    config: Config, config_path: Path | None, environments: dict[str, dict[str, str]]
+) -> int:
+    from arroyo.api.https import https_context
+    from arroyo.tls import client_context
+
+    api_config = _api_config(config, environments["api"])
+    https = https_context(api_config)
+    trust = None
+    if https is not None:
+        ca = api_config.tls.ca_file
+        # A certificate of the api's own (api.https_cert_file) is judged by the system's CAs.
+        custom = api_config.api.https_cert_file is not None
+        trust = client_context(None if custom or ca is None else api_config.resolve(ca))
     base = [sys.executable, "-m", "arroyo_cli.main"]
     if config_path is not None:
         base += ["--config", str(config_path)]
-    services = [_Service(name, [*base, name]) for name in SERVICES]
+    services = [_Service(name, [*base, name], environments[name]) for name in SERVICES]
     stop = threading.Event()
 
     def on_signal(signum: int, frame: object) -> None:
@@ -105,10 +173,14 @@ def _supervise(config: Config, config_path: Path | None) -> int:
     )
     api = config.api
     local_host = "127.0.0.1" if api.bind_host in ("0.0.0.0", "", "::") else api.bind_host
+    scheme = "http" if https is None else "https"
     watch = threading.Thread(
         target=watch_readiness,
-        args=(f"http://{local_host}:{api.port}/api/v1/status", stop),
-        kwargs={"ready_line": f"API and web UI at http://{api.bind_host}:{api.port}/"},
+        args=(f"{scheme}://{local_host}:{api.port}/api/v1/status", stop),
+        kwargs={
+            "ready_line": f"API and web UI at {scheme}://{api.bind_host}:{api.port}/",
+            "context": trust,
+        },
         name="readiness",
         daemon=True,
     )
@@ -140,14 +212,16 @@ def watch_readiness(
     ready_line: str,
     poll_s: float = _STATUS_POLL_S,
     report_s: float = _NOT_READY_REPORT_S,
+    context: ssl.SSLContext | None = None,
 ) -> None:
     """Poll the api's ``/api/v1/status`` at ``status_url`` every ``poll_s`` until it says ready,
     then print (to stderr) ``ready_line``; until then, every ``report_s``, what is not ready and
-    why. Returns once ready, or when ``stop`` is set; ``run_cluster`` runs it on a thread."""
+    why. Returns once ready, or when ``stop`` is set; ``run_cluster`` runs it on a thread.
+    ``context``: the TLS context of an ``https`` URL (the CA it trusts)."""
     started = time.monotonic()
     next_report = started + report_s
     while not stop.wait(poll_s):
-        ready, why_not = _status(status_url)
+        ready, why_not = _status(status_url, context)
         waited = time.monotonic() - started
         if ready:
             _say(f"ready after {waited:.0f}s: {ready_line}")
@@ -157,10 +231,10 @@ def watch_readiness(
             next_report += report_s
 
 
-def _status(url: str) -> tuple[bool, str]:
+def _status(url: str, context: ssl.SSLContext | None = None) -> tuple[bool, str]:
     """Whether the cluster is ready and, if not, why: the services' states, or the api's."""
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:
+        with urllib.request.urlopen(url, timeout=5, context=context) as response:
             body: dict[str, Any] = json.loads(response.read())
     except (OSError, ValueError) as err:
         reason = err.reason if isinstance(err, urllib.error.URLError) else err

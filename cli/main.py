@@ -1,4 +1,5 @@
-"""``arroyo run``, ``arroyo validate``, ``arroyo migrate`` and ``arroyo keys`` (cli/keys.py).
+"""``arroyo run``, ``arroyo validate``, ``arroyo migrate``, ``arroyo keys`` (cli/keys.py) and
+``arroyo certs`` (cli/certs.py).
 
 ``validate`` prints the dataflow on stdout and its warnings (a source that cannot replay into
 an exactly-once sink) on stderr. Exit codes: 0 success, 1 the pipeline failed while running, 2
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING
 from arroyo.errors import ArroyoError, PlanningError
 from arroyo.logging import configure_logging
 from arroyo.program.spec import PipelineProgram
+from arroyo_cli.certs import add_certs_parser, run_certs
 from arroyo_cli.keys import add_keys_parser, run_keys
 from arroyo_cli.services import SERVICES, add_worker_arguments, run_service
 from arroyo_cli.timings import CatalystWork, Timings
@@ -77,6 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "migrate", parents=[config_option], help="create or update the control plane's database"
     )
     add_keys_parser(sub, config_option)
+    add_certs_parser(sub, config_option)
     cluster = sub.add_parser(
         "cluster",
         parents=[config_option],
@@ -88,6 +91,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also run an S3 server (versitygw, on 127.0.0.1, data under data_dir/s3) and keep "
         "the jobs' checkpoints in it, as nodes on machines that share no disk do",
     )
+    cluster.add_argument(
+        "--https",
+        action="store_true",
+        help="serve the API and web UI over HTTPS with the cluster's certificate for the api "
+        "(its CA: data_dir/tls/ca.pem); beyond loopback it does by default",
+    )
     for name, what in SERVICES.items():
         service = sub.add_parser(name, parents=[config_option], help=f"run the {what}")
         if name == "worker":
@@ -98,6 +107,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _migrate(args.config)
     if args.command == "keys":
         return run_keys(args)
+    if args.command == "certs":
+        return run_certs(args)
     if args.command in SERVICES or args.command == "cluster":
         return run_service(args)
     timings = Timings(args.timings)

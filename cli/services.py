@@ -38,16 +38,32 @@ def add_worker_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_service(args: argparse.Namespace) -> int:
+    """Exit codes: a service's own, or 2 for a bad config (its TLS files included: a missing,
+    expired or mismatched certificate is a one-line ``error[bad_tls]``, before anything
+    starts)."""
     try:
         config = load_config(args.config)
+        if args.command == "cluster":
+            from arroyo_cli.cluster import run_cluster
+
+            return run_cluster(config, args.config, s3=args.s3, https=args.https)
+        check_tls(config, args.command)
+        return _service_main(args.command)(config, args)
     except ConfigError as err:
         print(f"error[{err.code}]: {err.message}", file=sys.stderr)
         return 2
-    if args.command == "cluster":
-        from arroyo_cli.cluster import run_cluster
 
-        return run_cluster(config, args.config, s3=args.s3)
-    return _service_main(args.command)(config, args)
+
+def check_tls(config: Config, service: str) -> None:
+    """Raise ``arroyo.tls.TlsError`` when the service's TLS files (and the api's HTTPS
+    certificate) cannot serve; cheap, so every start does it first."""
+    from arroyo.tls import load_identity
+
+    load_identity(config)
+    if service == "api":
+        from arroyo.api.https import https_context
+
+        https_context(config)
 
 
 def _service_main(name: str) -> Callable[[Config, argparse.Namespace], int]:

@@ -66,8 +66,10 @@ async def serving(
     tracer_provider: TracerProvider | None = None,
     name: str = "test-service",
     port: int = 0,
+    config: Config | None = None,
 ) -> AsyncIterator[RunningService]:
-    """A running service hosting ``servicers``, on ``port`` (0: a free one)."""
+    """A running service hosting ``servicers``, on ``port`` (0: a free one), started with
+    ``config`` (default: the defaults; one with a ``tls`` section serves mutual TLS)."""
 
     def register(server: Any) -> None:
         for add, servicer in servicers:
@@ -75,7 +77,7 @@ async def serving(
 
     running = await start(
         name,
-        Config(),
+        config or Config(),
         listen=Listen(grpc_port=port),
         register=register,
         status=status,

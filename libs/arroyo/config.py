@@ -74,6 +74,12 @@ class ApiConfig(ServiceAddress):
     # How long a request that compiles (create, validate, preview) waits for a compiler that
     # does not answer (one still starting Spark) before it is refused with a 503.
     compiler_wait_s: float = 60.0
+    # The REST API and web UI over HTTPS: true, false, or unset for "when the api listens
+    # beyond loopback and has a certificate" (arroyo.tls.https_enabled). The certificate is
+    # https_cert_file/https_key_file (one browsers trust, say), else tls.cert_file/key_file.
+    https: bool | None = None
+    https_cert_file: Path | None = None
+    https_key_file: Path | None = None
 
 
 class ControllerConfig(ServiceAddress):
@@ -124,6 +130,19 @@ class WorkerConfig(_Section):
     driver_memory: str = "4g"
 
 
+class TlsConfig(_Section):
+    """Mutual TLS between the services (arroyo.tls): this process's certificate and key, which
+    it shows as a server and as a client, and the CA whose certificates it accepts from its
+    peers. All three or none: none is plaintext gRPC. Relative paths are under data_dir.
+    ``arroyo cluster`` and docker-compose.yml make a CA and each service's certificate
+    (``arroyo certs``). Checked when a service starts (a missing file, a certificate expired or
+    not from the CA, a key that is not the certificate's: ``error[bad_tls]``), not here."""
+
+    cert_file: Path | None = None
+    key_file: Path | None = None
+    ca_file: Path | None = None
+
+
 class LoggingConfig(_Section):
     level: Literal["debug", "info", "warning", "error"] = "info"
     json_logs: bool = Field(default=False, alias="json")
@@ -147,6 +166,7 @@ class Config(_Section):
     compiler: CompilerConfig = CompilerConfig()
     node: NodeConfig = NodeConfig()
     worker: WorkerConfig = WorkerConfig()
+    tls: TlsConfig = TlsConfig()
     logging: LoggingConfig = LoggingConfig()
     tracing: TracingConfig = TracingConfig()
 
@@ -168,6 +188,10 @@ class Config(_Section):
                 raise ValueError(f"'{value}' is not an absolute file URL (file:///path)")
             return path
         return value
+
+    def resolve(self, path: Path) -> Path:
+        """A configured file's path: a relative one is under data_dir."""
+        return path if path.is_absolute() else self.data_dir / path
 
     def database_url(self) -> str:
         """The database URL with a relative SQLite path resolved under data_dir."""

@@ -1,4 +1,9 @@
-"""Python UDFs: loading a UDF file, checking signatures, registering the functions with Spark.
+"""Python UDFs: reading a UDF file, checking signatures, registering the functions with Spark.
+
+No Arroyo service runs a user's UDF code. The file is read without running it
+(``arroyo.udf_static``); what Spark registers is a wrapper that, in Spark's Python worker
+processes, runs the file's module the first time it is called there (``function``). The
+pipeline's driver and the compiler only plan with the types the file's annotations declare.
 
 A UDF file is plain Python using ``arroyo_udf.udf`` / ``udaf``. It may declare pip dependencies
 in an inline script metadata block (PEP 723)::
@@ -26,9 +31,7 @@ A call that raises fails the job with an error naming the UDF and its input.
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 import hashlib
-import inspect
 import re
 import subprocess
 import sys
@@ -41,8 +44,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from arroyo import udf_static
 from arroyo.errors import Diagnostic, PlanningError
 from arroyo.sql.functions import UdfSignature
+from arroyo.udf_static import UdfType, UdfTypeError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -52,30 +57,24 @@ UDF_ERROR = "UDF '"
 SAVED_MARK = "# arroyo: saved UDF "
 _DEPS_CACHE = Path.home() / ".cache" / "arroyo" / "udf-deps"
 _SCRIPT_BLOCK = re.compile(r"(?m)^# /// script\s*$\n(?P<body>(?:^#(?: .*)?$\n)+?)^# ///\s*$")
-_SCALARS: dict[Any, str] = {
-    int: "BIGINT",
-    float: "DOUBLE",
-    str: "STRING",
-    bool: "BOOLEAN",
-    bytes: "BINARY",
-    dt.datetime: "TIMESTAMP",
-}
-
-
-class UdfTypeError(ValueError):
-    pass
 
 
 @dataclass(frozen=True)
-class UdfType:
-    spark: str
-    nullable: bool
+class UdfCode:
+    """Where a UDF's code is: the section of the file that defines it, run as a module of its
+    own only where the function is called, in Spark's Python workers (``function``)."""
+
+    where: str  # the section's name in errors: the file's, or "saved UDF <name>"
+    start: int  # the section's first line in the whole file
+    text: str
+    module: str
+    name: str
 
 
 @dataclass
 class UdfDef:
     name: str
-    func: Callable[..., Any]
+    code: UdfCode
     kind: str  # udf | async | udaf
     args: list[UdfType]
     returns: UdfType
@@ -104,29 +103,6 @@ class UdfLibrary:
             )
             for name, u in self.udfs.items()
         }
-
-
-def annotation_type(annotation: Any) -> UdfType:
-    """The Spark type of a Python annotation (``int | None``, ``list[str]``...)."""
-    nullable = False
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        members = [a for a in typing.get_args(annotation) if a is not type(None)]
-        if len(members) != 1:
-            raise UdfTypeError(f"unsupported union {annotation}")
-        nullable, annotation, origin = True, members[0], typing.get_origin(members[0])
-    if origin is list:
-        (item,) = typing.get_args(annotation) or (None,)
-        if item is None:
-            raise UdfTypeError("list needs an item type, e.g. list[int]")
-        inner = annotation_type(item)
-        return UdfType(f"ARRAY<{inner.spark}>", nullable)
-    if annotation in _SCALARS:
-        return UdfType(_SCALARS[annotation], nullable)
-    name = getattr(annotation, "__name__", str(annotation))
-    raise UdfTypeError(
-        f"unsupported type {name} (use int, float, str, bool, bytes, datetime, X | None, list[X])"
-    )
 
 
 def dependencies(source: str) -> list[str]:
@@ -202,67 +178,69 @@ def install_dependencies(deps: list[str]) -> Path | None:
     return target
 
 
-def load(source: str, path: str = "<udfs>") -> UdfLibrary:
-    """Execute a UDF file and check every decorated function; errors are diagnostics."""
-    from arroyo_udf import UDF_MARKER, UdfOptions
-
+def load(source: str, path: str = "<udfs>", *, install: bool = False) -> UdfLibrary:
+    """Read a UDF file's functions and types without running it (``arroyo.udf_static``);
+    errors are diagnostics. With ``install``, its dependencies are installed too, as a run
+    needs them and the compiler does not (pip may run a package's build code)."""
     try:
-        deps_dir = install_dependencies(dependencies(source))
+        deps = dependencies(source)
     except (UdfTypeError, tomllib.TOMLDecodeError) as err:
         raise _udf_error(path, 1, f"dependencies: {err}") from err
-    if deps_dir is not None and str(deps_dir) not in sys.path:
-        sys.path.insert(0, str(deps_dir))
-    library = UdfLibrary(source, path, deps_dir=deps_dir)
+    library = UdfLibrary(source, path)
     diagnostics: list[Diagnostic] = []
     for index, (where, start, text) in enumerate(_sections(source, path)):
-        module = types.ModuleType("arroyo_user_udfs" if index == 0 else f"arroyo_saved_{index}")
-        module.__file__ = where
+        module = "arroyo_user_udfs" if index == 0 else f"arroyo_saved_{index}"
         try:
             # Padded so that each section's lines keep their numbers in the whole file.
-            exec(compile("\n" * (start - 1) + text, where, "exec"), module.__dict__)
-        except Exception as err:
-            line = getattr(err, "lineno", None) or _traceback_line(err, where)
-            raise _udf_error(where, line, f"{type(err).__name__}: {err}") from err
-        for name, func in vars(module).items():
-            options = getattr(func, UDF_MARKER, None)
+            found, problems = udf_static.read("\n" * (start - 1) + text, where)
+        except SyntaxError as err:
+            raise _udf_error(where, err.lineno or start, f"SyntaxError: {err}") from err
+        diagnostics += [_udf_error(where, p.line, p.message).diagnostics[0] for p in problems]
+        for f in found:
             # Spark's function names are case-insensitive: a name taken in any case is taken.
-            taken = {n.lower() for n in library.udfs}
-            if not isinstance(options, UdfOptions) or not callable(func) or name.lower() in taken:
+            if f.name.lower() in {n.lower() for n in library.udfs}:
                 continue
-            line = func.__code__.co_firstlineno if hasattr(func, "__code__") else 1
-            try:
-                library.udfs[name] = _define(name, func, options, line, module)
-            except UdfTypeError as err:
-                diagnostics.append(_udf_error(where, line, f"UDF '{name}': {err}").diagnostics[0])
+            code = UdfCode(where, start, text, module, f.name)
+            library.udfs[f.name] = UdfDef(
+                f.name, code, f.kind, f.args, f.returns, f.concurrency, f.timeout, f.line
+            )
     if diagnostics:
         raise PlanningError(diagnostics)
+    if install:
+        try:
+            library.deps_dir = install_dependencies(deps)
+        except UdfTypeError as err:
+            raise _udf_error(path, 1, f"dependencies: {err}") from err
     return library
 
 
-def _define(name: str, func: Any, options: Any, line: int, module: Any) -> UdfDef:
-    signature = inspect.signature(func)
-    try:
-        hints = typing.get_type_hints(func, globalns=module.__dict__)
-    except Exception as err:
-        raise UdfTypeError(f"cannot resolve its annotations: {err}") from err
-    args: list[UdfType] = []
-    for param in signature.parameters.values():
-        if param.kind not in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
-            raise UdfTypeError(f"argument '{param.name}': only plain positional arguments")
-        if param.name not in hints:
-            raise UdfTypeError(f"argument '{param.name}' has no type annotation")
-        args.append(annotation_type(hints[param.name]))
-    if "return" not in hints:
-        raise UdfTypeError("no return type annotation")
-    returns = annotation_type(hints["return"])
-    kind = "async" if inspect.iscoroutinefunction(func) else options.kind
-    if kind == "udaf":
-        if not args:
-            raise UdfTypeError("an aggregate UDF takes at least one list argument")
-        for i, arg in enumerate(args):
-            if not arg.spark.startswith("ARRAY<"):
-                raise UdfTypeError(f"aggregate UDF argument {i + 1} must be a list[...]")
-    return UdfDef(name, func, kind, args, returns, options.concurrency, options.timeout, line)
+# Each section's module, once per process: (module, its text) -> its namespace, or the error
+# that running it raised.
+_MODULES: dict[tuple[str, str], dict[str, Any] | RuntimeError] = {}
+
+
+def function(code: UdfCode) -> Callable[..., Any]:
+    """The UDF's function, running its section as a module the first time this process asks
+    (Spark's Python workers do; no Arroyo service does). A section that fails to run fails
+    every call of its UDFs, naming the UDF, the line and the error."""
+    key = (code.module, code.text)
+    namespace = _MODULES.get(key)
+    if namespace is None:
+        module = types.ModuleType(code.module)
+        module.__file__ = code.where
+        try:
+            exec(compile("\n" * (code.start - 1) + code.text, code.where, "exec"), module.__dict__)
+            namespace = module.__dict__
+        except Exception as err:
+            line = getattr(err, "lineno", None) or _traceback_line(err, code.where)
+            namespace = RuntimeError(
+                f"{UDF_ERROR}{code.name}' could not be loaded: {code.where}:{line}: "
+                f"{type(err).__name__}: {err}"
+            )
+        _MODULES[key] = namespace
+    if isinstance(namespace, RuntimeError):
+        raise namespace
+    return typing.cast(Callable[..., Any], namespace[code.name])
 
 
 def _traceback_line(err: BaseException, path: str) -> int:
@@ -294,15 +272,15 @@ def register(spark: SparkSession, library: UdfLibrary) -> None:
         spark.sparkContext.addPyFile(str(archive))
     for name, u in library.udfs.items():
         if u.kind == "async":
-            function = _async_udf(u)
+            wrapper = _async_udf(u)
         elif u.kind == "udaf":
-            function = F.udf(_aggregate_call(u), u.returns.spark, useArrow=True)
+            wrapper = F.udf(_aggregate_call(u), u.returns.spark, useArrow=True)
         elif not u.args:
             # An Arrow batch of no columns has no length to map over: Spark calls it per row.
-            function = F.udf(_scalar_call(u), u.returns.spark, useArrow=True)
+            wrapper = F.udf(_scalar_call(u), u.returns.spark, useArrow=True)
         else:
-            function = _vectorised_udf(u)
-        spark.udf.register(udf_function_name(name), function)
+            wrapper = _vectorised_udf(u)
+        spark.udf.register(udf_function_name(name), wrapper)
 
 
 def _zip_dir(directory: Path) -> Path:
@@ -335,8 +313,8 @@ def _plain(value: Any) -> Any:
 
 def _scalar_call(u: UdfDef) -> Callable[..., Any]:
     """A UDF of no arguments, which Spark calls per row (see ``register``)."""
-    func, name = u.func, u.name
-    return lambda: _call(func, name, ())
+    code, name = u.code, u.name
+    return lambda: _call(function(code), name, ())
 
 
 def _vectorised_udf(u: UdfDef) -> Any:
@@ -353,12 +331,13 @@ def _vectorised_udf(u: UdfDef) -> Any:
     from pyspark.sql.pandas.types import to_arrow_type
     from pyspark.sql.types import _parse_datatype_string
 
-    func, name = u.func, u.name
+    code, name = u.code, u.name
     strict = [i for i, a in enumerate(u.args) if not a.nullable]
     returns = to_arrow_type(_parse_datatype_string(u.returns.spark))
     naive = [a.spark == "TIMESTAMP" for a in u.args]
 
     def run(*arrays: Any) -> Any:
+        func = function(code)
         columns = [
             _naive_utc(a) if is_ts else a.to_pylist()
             for a, is_ts in zip(arrays, naive, strict=True)
@@ -427,9 +406,10 @@ def _call(func: Callable[..., Any], name: str, args: tuple[Any, ...]) -> Any:
 
 def _aggregate_call(u: UdfDef) -> Callable[..., Any]:
     """Called with one list per argument (several arguments come zipped in structs)."""
-    func, name, width = u.func, u.name, len(u.args)
+    code, name, width = u.code, u.name, len(u.args)
 
     def call(values: Any) -> Any:
+        func = function(code)
         rows = list(values or [])
         if width == 1:
             columns: tuple[Any, ...] = (rows,)
@@ -448,10 +428,11 @@ def _async_udf(u: UdfDef) -> Any:
     from pyspark.sql.pandas.functions import pandas_udf
     from pyspark.util import PythonEvalType
 
-    func, name, strict = u.func, u.name, [not a.nullable for a in u.args]
+    code, name, strict = u.code, u.name, [not a.nullable for a in u.args]
     concurrency, timeout = u.concurrency, u.timeout
 
     def run(*columns: Any) -> Any:
+        func = function(code)
         rows = list(zip(*[[_plain(v) for v in c.tolist()] for c in columns], strict=True))
 
         async def main() -> list[Any]:

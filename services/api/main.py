@@ -1,4 +1,6 @@
-"""``arroyo api``: the REST API and the web UI, over HTTP on ``config.api.port``."""
+"""``arroyo api``: the REST API and the web UI on ``config.api.port``, over HTTPS or HTTP
+(``arroyo.api.https``); its channels to the compiler and controller are mutual TLS with
+``config.tls``."""
 
 from __future__ import annotations
 
@@ -10,12 +12,14 @@ from aiohttp import web
 
 from arroyo.api import create_app, web_root
 from arroyo.api.auth import KeyRing, NoApiKeyError, is_loopback, refuse_open_bind
+from arroyo.api.https import https_context
 from arroyo.config import Config
 from arroyo.rpc import CompilerClient, ControllerClient
-from arroyo.service import Listen, RunningService, serve
+from arroyo.service import DEFAULT_GRACE_S, Listen, RunningService, serve, store_ready
 from arroyo.store import open_store
 from arroyo.store.api_keys import bootstrap_api_key
 from arroyo.store.secrets import secret_box
+from arroyo.tls import load_identity
 
 
 def main(config: Config, args: argparse.Namespace) -> int:
@@ -28,6 +32,8 @@ def main(config: Config, args: argparse.Namespace) -> int:
 
 
 async def _serve(config: Config) -> None:
+    tls = load_identity(config)
+    https = https_context(config)
     store = await open_store(config.database_url(), secrets=secret_box(config))
     await store.migrate()
     host = config.api.bind_host
@@ -42,8 +48,8 @@ async def _serve(config: Config) -> None:
         raise
     keys = KeyRing(store, always=not is_loopback(host))
     # A cold compiler starts Spark before its first answer.
-    compiler = CompilerClient(config.compiler.dial(), timeout_s=120)
-    controller = ControllerClient(config.controller.dial())
+    compiler = CompilerClient(config.compiler.dial(), timeout_s=120, tls=tls)
+    controller = ControllerClient(config.controller.dial(), tls=tls)
     app = create_app(
         store,
         compiler,
@@ -52,11 +58,13 @@ async def _serve(config: Config) -> None:
         compiler_wait_s=config.api.compiler_wait_s,
         keys=keys,
     )
-    runner = web.AppRunner(app)
+    # At shutdown the server stops listening and gives requests in flight the same grace as
+    # the gRPC services give theirs; then it cancels them.
+    runner = web.AppRunner(app, shutdown_timeout=DEFAULT_GRACE_S)
 
     async def startup(running: RunningService) -> None:
         await runner.setup()
-        await web.TCPSite(runner, config.api.bind_host, config.api.port).start()
+        await web.TCPSite(runner, config.api.bind_host, config.api.port, ssl_context=https).start()
 
     async def shutdown() -> None:
         await runner.cleanup()
@@ -64,11 +72,12 @@ async def _serve(config: Config) -> None:
         await controller.close()
         await store.close()
 
-    # The API is HTTP, not gRPC: the bootstrap runs only its admin server.
+    # The API is HTTP(S), not gRPC: the bootstrap runs only its admin server.
     await serve(
         "api",
         config,
         listen=Listen(config.api.bind_host, None, config.api.admin_port),
         startup=startup,
         shutdown=shutdown,
+        readiness=store_ready(store),
     )

@@ -38,4 +38,5 @@ async def _serve(config: Config, compiler: Compiler) -> None:
         register=lambda server: compiler_pb2_grpc.add_CompilerServiceServicer_to_server(
             servicer, server
         ),
+        readiness=compiler.readiness,
     )

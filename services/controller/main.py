@@ -7,9 +7,10 @@ import asyncio
 
 from arroyo.config import Config
 from arroyo.controller import Controller
-from arroyo.service import Listen, RunningService, serve
+from arroyo.service import Listen, RunningService, serve, store_ready
 from arroyo.store import Store, open_store
 from arroyo.store.secrets import secret_box
+from arroyo.tls import load_identity
 from arroyo_rpc.v1 import controller_pb2_grpc
 
 from .servicer import ControllerServicer
@@ -23,7 +24,7 @@ def main(config: Config, args: argparse.Namespace) -> int:
 async def _serve(config: Config) -> None:
     store: Store = await open_store(config.database_url(), secrets=secret_box(config))
     await store.migrate()
-    controller = Controller(config, store)
+    controller = Controller(config, store, tls=load_identity(config))
 
     async def startup(running: RunningService) -> None:
         await controller.start()
@@ -41,5 +42,6 @@ async def _serve(config: Config) -> None:
         ),
         startup=startup,
         shutdown=shutdown,
+        readiness=store_ready(store),
         status=lambda: {"jobs": len(controller.drivers), "nodes": len(controller.nodes.nodes)},
     )

@@ -38,6 +38,10 @@ class ControllerServicer(controller_pb2_grpc.ControllerServiceServicer):  # type
         self.c.report(request.job, ev.WorkerRegistered(request.job.worker_id, request.address))
         return pb.RegisterWorkerResponse()
 
+    async def GetJobSecrets(self, request: pb.GetJobSecretsRequest, context: Any) -> Any:
+        values = await self.c.job_secrets(request.job, request.keys)
+        return pb.GetJobSecretsResponse(values=values)
+
     async def Heartbeat(self, request: pb.HeartbeatRequest, context: Any) -> Any:
         self.c.heartbeat(request)
         return pb.HeartbeatResponse()

@@ -9,7 +9,8 @@ import sys
 from arroyo.config import Config
 from arroyo.node import NodeRuntime
 from arroyo.rpc import ControllerClient
-from arroyo.service import Listen, RunningService, serve
+from arroyo.service import Listen, Readiness, RunningService, serve
+from arroyo.tls import load_identity
 from arroyo_rpc.v1 import node_pb2_grpc
 
 from .servicer import NodeServicer
@@ -21,7 +22,8 @@ def main(config: Config, args: argparse.Namespace) -> int:
 
 
 async def _serve(config: Config, args: argparse.Namespace) -> None:
-    controller = ControllerClient(config.controller.dial())
+    # Its workers get the same config (file and environment) and so the same certificate.
+    controller = ControllerClient(config.controller.dial(), tls=load_identity(config))
     # Workers run as ``arroyo worker``, with this interpreter (the one that has our packages).
     worker_program = (sys.executable, "-m", "arroyo_cli.main")
     runtime = NodeRuntime(config, controller, "", args.config, worker_program)
@@ -45,6 +47,7 @@ async def _serve(config: Config, args: argparse.Namespace) -> None:
         ),
         startup=startup,
         shutdown=shutdown,
+        readiness=_ready(runtime),
         status=lambda: {
             "node_id": runtime.node_id,
             "free_slots": runtime.free_slots,
@@ -55,3 +58,10 @@ async def _serve(config: Config, args: argparse.Namespace) -> None:
             ],
         },
     )
+
+
+def _ready(runtime: NodeRuntime) -> Readiness:
+    async def check() -> dict[str, str | None]:
+        return runtime.readiness()
+
+    return check

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from arroyo.config import Config
 from arroyo.rpc import ControllerClient
 from arroyo.service import Listen, RunningService, serve
+from arroyo.tls import load_identity
 from arroyo.worker import WorkerIdentity, WorkerRuntime
 from arroyo_rpc.v1 import worker_pb2_grpc
 
@@ -77,7 +78,7 @@ async def _serve(config: Config, args: argparse.Namespace, spark: SparkSession) 
     identity = WorkerIdentity(
         args.job_id, args.generation, args.worker_id, args.node_id, args.slots
     )
-    controller = ControllerClient(args.controller)
+    controller = ControllerClient(args.controller, tls=load_identity(config))
     runtime: list[WorkerRuntime] = []
     servicer = WorkerServicer()
 

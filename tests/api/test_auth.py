@@ -57,6 +57,21 @@ async def test_loopback_is_open_until_a_key_exists_then_every_call_needs_one(
 async def test_beyond_loopback_a_key_is_required_even_before_one_exists(tmp_path: Path) -> None:
     async with running_api(tmp_path, keys_always=True) as env:
         assert await _status(env) == 401
+        # The probes answer without one (a load balancer, `arroyo cluster` waiting for ready),
+        # and say so in the OpenAPI document; a probe's path with another method is guarded.
+        for probe in ("/api/v1/ping", "/api/v1/status"):
+            assert (await env.client.get(probe)).status == 200, probe
+        assert (await env.client.post("/api/v1/status")).status in (401, 405)
+        key, token = new_api_key("ci")
+        await env.store.create_api_key(key)
+        document = await (
+            await env.client.get(
+                "/api/v1/openapi.json", headers={"Authorization": f"Bearer {token}"}
+            )
+        ).json()
+        status = document["paths"]["/api/v1/status"]["get"]
+        assert status["security"] == [] and "401" not in status["responses"]
+        assert "401" in document["paths"]["/api/v1/pipelines"]["get"]["responses"]
 
 
 def test_a_bind_beyond_loopback_without_a_key_is_refused() -> None:
@@ -81,4 +96,8 @@ async def test_the_openapi_document_says_how_to_authenticate(tmp_path: Path) -> 
         "description": schemes["apiKey"]["description"],
     }
     assert schemes["cookie"]["name"] == COOKIE
-    assert all("401" in op["responses"] for path in doc["paths"].values() for op in path.values())
+    # Every operation answers 401 without a key, but the probes, which need none.
+    for path, operations in doc["paths"].items():
+        for op in operations.values():
+            public = path in ("/api/v1/ping", "/api/v1/status")
+            assert ("401" in op["responses"]) != public, path

@@ -114,7 +114,10 @@ async def test_bad_udfs_are_refused_with_what_is_wrong_and_nothing_is_saved(
         assert (await response.json())["diagnostics"][0]["line"] == 4
 
         no_udf = await env.client.post(UDFS, json={"definition": "X = 1\n"})
-        assert "defines exactly one UDF; this one defines none" in await error_of(no_udf, 400)
+        assert "udfs.py:1: defines no UDF: decorate a function" in await error_of(no_udf, 400)
+        # Only comments: a file with nothing in it, which the saved UDF's own rule refuses.
+        empty = await env.client.post(UDFS, json={"definition": "# nothing\n"})
+        assert "defines exactly one UDF; this one defines none" in await error_of(empty, 400)
         rust = await env.client.post(UDFS, json={"definition": DOUBLE, "language": "rust"})
         assert "language" in await error_of(rust, 400)
         unknown = await env.client.post(UDFS, json={"definition": DOUBLE, "dylib_url": "x"})

@@ -56,7 +56,7 @@ def test_throughput_figures_for_each_engine(tmp_path: Path) -> None:
 def test_latency_figures(tmp_path: Path) -> None:
     out = tmp_path / "latency.json"
     _harness(
-        "--latency", "--rates", "2000", "--seconds", "8", "--warmup", "2", "--real-time", "5",
+        "--latency", "--rates", "2000", "--seconds", "5", "--warmup", "1", "--real-time", "5",
         "--json", str(out),
     )  # fmt: skip
     figures = json.loads(out.read_text())["latency"]

@@ -2,7 +2,8 @@
 worker, so the tests on the embedded default (SQLite) share one for the session (they all run
 in one test process: ``xdist_group("cluster")``). Each test works in pipelines of its own; one
 that stops or kills a service has it back before the next test, and one that failed before
-stopping its pipeline has it stopped (``cluster``)."""
+stopping its pipeline has it stopped (``cluster``). It runs as ``arroyo cluster`` does: mutual
+TLS between its services, and here HTTPS on the api too, so every test of it covers both."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ from tests.cluster.harness import Cluster, running_cluster
 @pytest.fixture(scope="session")
 def sqlite_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     root = tmp_path_factory.mktemp("cluster-sqlite")
-    with running_cluster(root, f"sqlite:///{root / 'arroyo.db'}") as c:
+    # Its spans printed into each service's log, where tests can look at them
+    # (test_secrets_cluster: no secret in any of them).
+    env = {"ARROYO__TRACING__EXPORTER": "console"}
+    with running_cluster(root, f"sqlite:///{root / 'arroyo.db'}", env, tls=True) as c:
         yield c
 
 

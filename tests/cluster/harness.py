@@ -4,6 +4,10 @@ this test picks on 127.0.0.1, against a database of the test's choosing.
 
 Waiting is always on a condition with a deadline (``Cluster.until``), polling the REST API as a
 user would.
+
+With ``tls`` (the session's cluster), the services talk mutual TLS with certificates of their
+own CA, made as ``arroyo cluster`` makes them, and the api serves HTTPS, which the calls here
+make trusting that CA (``Cluster.ssl_context``).
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import urllib.error
@@ -25,6 +30,8 @@ from typing import Any, TypeVar
 from arroyo.testing.ports import service_ports
 from arroyo.testing.postgres import create_database
 from arroyo.testing.processes import stop as stop_processes
+from arroyo.tls import client_context
+from arroyo.tls.authority import ensure_certificates
 from tests import aio
 from tests.waiting import wait_until
 
@@ -56,6 +63,10 @@ class Cluster:
     bucket: str | None = None
     # The API key its calls send, where the api requires one.
     api_key: str | None = None
+    # Each kind of service's own environment (its certificate), by its command.
+    service_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    # What HTTPS calls to the api trust (its CA), when it serves HTTPS.
+    ssl_context: ssl.SSLContext | None = None
 
     def __post_init__(self) -> None:
         self.env = {
@@ -76,6 +87,15 @@ class Cluster:
         self.api_url = f"http://127.0.0.1:{self.env['ARROYO__API__PORT']}/api/v1"
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
 
+    def use_tls(self) -> None:
+        """Mutual TLS between the services and HTTPS on the api, with certificates made (as
+        ``arroyo cluster`` makes them) under the data directory; call before ``start``."""
+        made = ensure_certificates(self.root / "data" / "tls", SERVICES)
+        self.service_env = {name: files.environment() for name, files in made.services.items()}
+        self.service_env["api"]["ARROYO__API__HTTPS"] = "true"
+        self.api_url = self.api_url.replace("http://", "https://", 1)
+        self.ssl_context = client_context(made.ca_file)
+
     def start(
         self, name: str, command: list[str] | None = None, env: dict[str, str] | None = None
     ) -> None:
@@ -86,7 +106,7 @@ class Cluster:
         log = (self.root / "logs" / f"{name}.log").open("ab")
         self.processes[name] = subprocess.Popen(
             [sys.executable, "-m", "arroyo_cli.main", *command],
-            env={**self.env, **(env or {})},
+            env={**self.env, **self.service_env.get(command[0], {}), **(env or {})},
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -96,17 +116,22 @@ class Cluster:
     def admin_status(self, name: str) -> dict[str, Any]:
         command, env = self.launched.get(name, ([name], {}))
         port = {**self.env, **env}[f"ARROYO__{command[0].upper()}__ADMIN_PORT"]
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as response:
-            return dict(json.loads(response.read()))
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as response:
+                return dict(json.loads(response.read()))
+        except urllib.error.HTTPError as err:
+            if err.code != 503:  # not ready: the same body, saying why
+                raise
+            return dict(json.loads(err.read()))
 
     def nodes(self) -> list[str]:
         """The running services that are nodes."""
         return [n for n in self.processes if self.launched.get(n, ([n], {}))[0][0] == "node"]
 
     def wait_ready(self, name: str) -> None:
-        """Until the service's admin server answers /status (it starts once the service is up,
-        after Spark for the compiler)."""
-        self.until(f"{name} to serve", lambda: self.admin_status(name), timeout=120)
+        """Until the service's /status says it is ready (its startup done, after Spark for the
+        compiler, and its checks hold: the store answers, the node is registered)."""
+        self.until(f"{name} to serve", lambda: self.admin_status(name)["ready"], timeout=120)
 
     def stop(self, name: str, sig: int = signal.SIGTERM, timeout: float = 120) -> int:
         process = self.processes.pop(name)
@@ -168,7 +193,9 @@ class Cluster:
             self.api_url + path, data=data, method=method, headers=headers
         )
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
+            with urllib.request.urlopen(
+                request, timeout=timeout, context=self.ssl_context
+            ) as response:
                 status, text = response.status, response.read()
         except urllib.error.HTTPError as err:
             raise ApiError(err.code, json.loads(err.read() or b"{}")) from None
@@ -213,10 +240,12 @@ class Cluster:
 
 @contextmanager
 def running_cluster(
-    root: Path, database_url: str, env: dict[str, str] | None = None
+    root: Path, database_url: str, env: dict[str, str] | None = None, *, tls: bool = False
 ) -> Iterator[Cluster]:
     cluster = Cluster(root, database_url)
     cluster.env.update(env or {})
+    if tls:
+        cluster.use_tls()
     try:
         for name in SERVICES:
             cluster.start(name)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import signal
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from arroyo.tls import client_context
 from tests.cluster.harness import SERVICES, Cluster
 
 pytestmark = [
@@ -53,6 +55,8 @@ CREATE TABLE out WITH (connector = 'blackhole', type = 'sink');
 INSERT INTO out SELECT counter FROM impulse;"""
 
 
+# With --https: the api serves HTTPS with the certificate the cluster made for it (mutual TLS
+# between the services is the default, --https or not).
 # With --s3: the cluster runs an S3 server and keeps its checkpoints there, as nodes that share
 # no disk would (the same services otherwise; tests/cluster/test_cluster.py moves a job
 # between two such nodes).
@@ -62,10 +66,11 @@ def test_cluster_is_ready_when_it_says_so_supervises_and_stops(tmp_path: Path) -
     # other services on a loaded 2-core machine can come close, so this test gives it more.
     # Waiting itself is what is tested here; the 503 once the wait is over is tests/api's.
     cluster.env["ARROYO__API__COMPILER_WAIT_S"] = "180"
-    ready_url = f"http://127.0.0.1:{cluster.env['ARROYO__API__PORT']}/"
+    ready_url = f"https://127.0.0.1:{cluster.env['ARROYO__API__PORT']}/"
+    cluster.api_url = cluster.api_url.replace("http://", "https://", 1)
     log = tmp_path / "logs" / "cluster.log"
     process = subprocess.Popen(
-        [sys.executable, "-m", "arroyo_cli.main", "cluster", "--s3"],
+        [sys.executable, "-m", "arroyo_cli.main", "cluster", "--s3", "--https"],
         env=cluster.env,
         stdin=subprocess.DEVNULL,
         stderr=log.open("wb"),
@@ -73,6 +78,14 @@ def test_cluster_is_ready_when_it_says_so_supervises_and_stops(tmp_path: Path) -
     )
     cluster.processes["cluster"] = process
     try:
+        # Its CA and the services' certificates, made before any service starts; the api
+        # serves HTTPS with its own (--https), which a client trusting the CA accepts.
+        tls = tmp_path / "data" / "tls"
+        made = [tls / f"{name}.pem" for name in SERVICES]
+        cluster.until("the cluster's certificates", lambda: all(map(Path.exists, made)), timeout=30)
+        cluster.ssl_context = client_context(tls / "ca.pem")
+        for name in SERVICES:
+            assert stat.S_IMODE((tls / f"{name}-key.pem").stat().st_mode) == 0o600
         cluster.until("the api to be live", lambda: cluster.call("GET", "/ping"), timeout=120)
         # The moment the api is live, the compiler is still starting Spark: the cluster said it
         # is starting, and not yet that it is ready. (The log is read before the status, so a

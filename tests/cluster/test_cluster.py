@@ -303,7 +303,9 @@ def read_events(cluster: Cluster, path: str) -> list[tuple[str, str]]:
     import urllib.request
 
     events, name, data = [], "message", []
-    with urllib.request.urlopen(cluster.api_url + path, timeout=300) as response:
+    with urllib.request.urlopen(
+        cluster.api_url + path, timeout=300, context=cluster.ssl_context
+    ) as response:
         for raw in response:
             line = raw.decode().rstrip("\n")
             if line.startswith("event:"):

@@ -1,6 +1,8 @@
 """docker-compose.yml, without a Docker engine: its structure checked, its environment loaded as
 the services' config, and its services run as local processes with the file's own commands and
-environment (host names and ports mapped onto loopback), against a real PostgreSQL."""
+environment (host names, ports and the CA's volume mapped onto loopback and the test's
+directory), against a real PostgreSQL: its certificates made by its `certs` service, the
+services talking mutual TLS, the api HTTPS."""
 
 from __future__ import annotations
 
@@ -15,15 +17,30 @@ import yaml
 
 from arroyo.config import load_config
 from arroyo.testing.ports import free_port
+from arroyo.tls import client_context
 from tests.cluster.harness import ApiError, Cluster, fresh_postgres_database
 
 ROOT = Path(__file__).resolve().parents[2]
-ARROYO_SERVICES = ("migrate", "controller", "compiler", "node", "api")
+ARROYO_SERVICES = ("certs", "migrate", "controller", "compiler", "node", "api")
+ONE_SHOT = ("certs", "migrate")
+CA_VOLUME = "/var/lib/arroyo-ca"
 HOSTS = ("postgres", "controller", "compiler", "node", "api", "spark-master")
 
 
 def compose() -> dict[str, Any]:
     return dict(yaml.safe_load((ROOT / "docker-compose.yml").read_text()))
+
+
+def dependencies(services: dict[str, Any], name: str) -> set[str]:
+    """What ``name`` waits for, directly or through what it waits for."""
+    found: set[str] = set()
+    todo = [name]
+    while todo:
+        for dependency in services[todo.pop()].get("depends_on") or {}:
+            if dependency not in found:
+                found.add(dependency)
+                todo.append(dependency)
+    return found
 
 
 def test_compose_file_is_well_formed() -> None:
@@ -44,10 +61,19 @@ def test_compose_file_is_well_formed() -> None:
             assert volume.split(":")[0] in spec["volumes"], volume
     for name in ARROYO_SERVICES:
         service = services[name]
-        assert service["command"][0] in {"migrate", "controller", "compiler", "node", "api"}
+        assert service["command"][0] in set(ARROYO_SERVICES)
         # What each container gets is a valid configuration: no unknown or ill-typed key.
         config = load_config(environ=service["environment"], cwd=ROOT / "tests")
         assert config.database.url.startswith("postgresql://")
+        if name not in ONE_SHOT:
+            # Its own certificate, made by `certs` before it starts.
+            assert config.tls.cert_file == Path(f"tls/{name}.pem"), name
+            assert config.tls.key_file and config.tls.ca_file, name
+            assert "certs" in dependencies(services, name), name
+    # Only `certs` holds the CA's key.
+    assert [
+        n for n, s in services.items() if any(CA_VOLUME in v for v in s.get("volumes", []))
+    ] == ["certs"]
     for name in ("controller", "compiler", "node", "api"):
         health = services[name]["healthcheck"]
         port = services[name]["environment"].get("HEALTH_PORT", "5126")
@@ -67,6 +93,8 @@ def localise(
             return database_url
         if key == "ARROYO__DATA_DIR":
             return str(root / "data")
+        if key.startswith("ARROYO__TLS__"):
+            return value  # files under the data directory, named after the services
         if value == "0.0.0.0":
             return "127.0.0.1"
         value = re.sub(rf"\b({'|'.join(map(re.escape, HOSTS))})\b", "127.0.0.1", value)
@@ -94,16 +122,22 @@ def test_compose_services_run_a_pipeline_as_local_processes(
     spec["api"]["environment"]["ARROYO__API__BOOTSTRAP_KEY"] = cluster.api_key
     base_env = dict(cluster.env)
     api = localise(spec["api"]["environment"], ports, database, tmp_path)
-    cluster.api_url = f"http://127.0.0.1:{api['ARROYO__API__PORT']}/api/v1"
+    cluster.api_url = f"https://127.0.0.1:{api['ARROYO__API__PORT']}/api/v1"
     try:
         for name in ARROYO_SERVICES:
             cluster.env = {
                 **base_env,
                 **localise(spec[name]["environment"], ports, database, tmp_path),
             }
-            cluster.start(name, spec[name]["command"])
-            if name == "migrate":
-                assert cluster.processes.pop("migrate").wait(120) == 0, cluster.logs()
+            command = [
+                arg.replace(CA_VOLUME, str(tmp_path / "ca")) for arg in spec[name]["command"]
+            ]
+            cluster.start(name, command)
+            if name in ONE_SHOT:
+                assert cluster.processes.pop(name).wait(120) == 0, cluster.logs()
+        assert (tmp_path / "ca" / "ca-key.pem").exists()
+        assert not (tmp_path / "data" / "tls" / "ca-key.pem").exists()
+        cluster.ssl_context = client_context(tmp_path / "data" / "tls" / "ca.pem")
         for name in ("controller", "compiler", "node", "api"):
             cluster.wait_ready(name)
         output = tmp_path / "out.json"

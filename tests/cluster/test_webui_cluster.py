@@ -54,7 +54,7 @@ def test_write_preview_launch_watch_resize_stop_and_start(cluster: Cluster) -> N
     chromium_path()
     expect.set_options(timeout=TIMEOUT_S * 1000)
     base = cluster.api_url.removesuffix("/api/v1")
-    with browser_page(base) as (page, problems):
+    with browser_page(base, local_ca=cluster.ssl_context is not None) as (page, problems):
         page.on("dialog", lambda dialog: dialog.accept())
         page.set_viewport_size({"width": 1024, "height": 768})
         page.goto("/")
@@ -136,7 +136,7 @@ def test_a_saved_udf_is_used_in_a_preview(cluster: Cluster) -> None:
     chromium_path()
     expect.set_options(timeout=TIMEOUT_S * 1000)
     base = cluster.api_url.removesuffix("/api/v1")
-    with browser_page(base) as (page, problems):
+    with browser_page(base, local_ca=cluster.ssl_context is not None) as (page, problems):
         page.on("dialog", lambda dialog: dialog.accept())
         page.goto("/udfs")
         write_sql(page, UDF, "UDF")
@@ -169,7 +169,7 @@ def test_a_table_made_with_the_wizard_takes_a_pipelines_rows(
     chromium_path()
     expect.set_options(timeout=TIMEOUT_S * 1000)
     base = cluster.api_url.removesuffix("/api/v1")
-    with browser_page(base) as (page, problems):
+    with browser_page(base, local_ca=cluster.ssl_context is not None) as (page, problems):
         page.on("dialog", lambda dialog: dialog.accept())
         page.goto("/connections")
         page.locator("#wiz-connector").select_option("redis")

@@ -47,6 +47,13 @@ def operation_labels() -> list[str]:
     return [op.ok().label for op in api_schema().get_all_operations()]
 
 
+def has_inputs(label: str) -> bool:
+    """Whether the operation takes anything a request could get wrong: parameters, a body, or a
+    key (a public probe takes none, so no request to it breaks its schema)."""
+    route = next(r for r in ROUTES if f"{r.method} {r.full_path}" == label)
+    return bool(route.path_parameters or route.body or route.query or not route.public)
+
+
 def fuzz_operation(
     base_url: str,
     label: str,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.fuzz.api_fuzz import fuzz_operation, operation_labels
+from tests.fuzz.api_fuzz import fuzz_operation, has_inputs, operation_labels
 from tests.fuzz.api_server import ServedApi, served_api
 
 if TYPE_CHECKING:
@@ -38,5 +38,6 @@ def test_operation_answers_as_documented(api: ServedApi, label: str) -> None:
     calls = fuzz_operation(api.base_url, label, EXAMPLES)
     if "{" in label:
         calls += fuzz_operation(api.base_url, label, EXAMPLES, path_parameters=api.known_ids)
-    calls += fuzz_operation(api.base_url, label, EXAMPLES, negative=True)
+    if has_inputs(label):
+        calls += fuzz_operation(api.base_url, label, EXAMPLES, negative=True)
     _CALLS[label] = calls

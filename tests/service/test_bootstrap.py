@@ -58,11 +58,46 @@ async def test_status_answers_with_the_service_and_its_hook() -> None:
         "pid": os.getpid(),
         "uptime_s": body["uptime_s"],
         "state": "serving",
+        "ready": True,
+        "checks": {},
         "grpc_port": running.grpc_port,
         "admin_port": running.admin_port,
         "jobs_running": 2,
     }
     assert body["uptime_s"] >= 0
+
+
+async def test_status_is_503_until_every_readiness_check_holds_and_health_stays_200() -> None:
+    problems: dict[str, str | None] = {"store": "the database does not answer", "cache": None}
+    slow = asyncio.Event()
+
+    async def readiness() -> dict[str, str | None]:
+        if slow.is_set():
+            await asyncio.sleep(60)
+        return dict(problems)
+
+    running = await start("probe", Config(), listen=Listen(grpc_port=None), readiness=readiness)
+    url = f"http://127.0.0.1:{running.admin_port}"
+    try:
+        code, _, text = await get(f"{url}/status")
+        body = json.loads(text)
+        assert (code, body["ready"], body["state"]) == (503, False, "serving")
+        assert body["checks"] == {"store": "the database does not answer", "cache": "ok"}
+        problems["store"] = None
+        code, _, text = await get(f"{url}/status")
+        assert (code, json.loads(text)["ready"]) == (200, True)
+        slow.set()
+        code, _, text = await get(f"{url}/status")
+        assert code == 503
+        assert json.loads(text)["checks"] == {"readiness": "no answer in 2 s"}
+        slow.clear()
+        running.request_stop("test")
+        code, _, text = await get(f"{url}/status")
+        assert (code, json.loads(text)["state"]) == (503, "draining")
+        code, _, text = await get(f"{url}/health")
+        assert (code, json.loads(text)["state"]) == (200, "draining")
+    finally:
+        await running.stop(grace_s=0)
 
 
 async def test_a_failing_status_hook_answers_500() -> None:
@@ -127,7 +162,7 @@ async def test_startup_runs_with_both_servers_answering() -> None:
     await running.stop(grace_s=0)
     assert seen == {
         "phase": worker_pb2.WORKER_PHASE_IDLE,
-        "status": 200,
+        "status": 503,  # not ready until its startup is done
         "grpc_port": running.grpc_port,
     }
     assert running.grpc_port not in (None, 0)

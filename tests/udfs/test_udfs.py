@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -203,6 +204,62 @@ def test_a_udf_returning_the_wrong_type_fails_naming_it_and_the_input(
     assert "returned 1.5, not BIGINT" in caught.value.message
 
 
+# Module-level code that leaves a mark of the process that ran it.
+MARKING = (
+    "import os\nimport pathlib\n\nfrom arroyo_udf import udf\n\n"
+    "pathlib.Path({marker!r}).write_text(str(os.getpid()))\n\n\n"
+    "@udf\ndef plus_one(x: int) -> int:\n    return x + 1\n"
+)
+
+
+@pytest.mark.spark
+def test_udf_code_runs_only_in_sparks_python_workers(spark: SparkSession, tmp_path: Path) -> None:
+    """Reading and planning with a UDF file runs none of it (the compiler does both); the run
+    does, in Spark's Python worker processes, not in this one, which is the pipeline's driver."""
+    marker = tmp_path / "ran-in"
+    library = load(MARKING.format(marker=str(marker)), "udfs.py")
+    assert library.udfs["plus_one"].args[0].spark == "BIGINT"
+    sql = SOURCE + "SELECT plus_one(id) FROM events;"
+    spark_planner(spark, state_dir=tmp_path, udfs=library).plan(sql)
+    assert not marker.exists()
+    rows = run(spark, tmp_path, library, "SELECT id, plus_one(id) AS p FROM events")
+    assert sorted((r["id"], r["p"]) for r in rows) == sorted((e["id"], e["id"] + 1) for e in EVENTS)
+    assert marker.exists()
+    assert int(marker.read_text()) != os.getpid()
+
+
+@pytest.mark.spark
+def test_a_udf_file_that_fails_to_run_fails_the_job_naming_the_udf_and_line(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    text = (
+        "from arroyo_udf import udf\n\nRATE = 1 / 0\n\n\n@udf\ndef f(x: int) -> int:\n"
+        "    return x\n"
+    )
+    library = load(text, "udfs.py")
+    with pytest.raises(JobFailedError) as caught:
+        run(spark, tmp_path, library, "SELECT f(id) AS r FROM events")
+    assert "UDF 'f' could not be loaded: udfs.py:3: ZeroDivisionError" in caught.value.message
+
+
+def test_udf_types_are_read_through_the_files_imports() -> None:
+    text = (
+        "import datetime as dt\nimport typing\nfrom typing import List, Optional\n\n"
+        "import arroyo_udf as au\nfrom arroyo_udf import udaf as aggregate\n\n\n"
+        "@au.udf(concurrency=2, timeout=1.5)\nasync def a(x: Optional[str], y: 'dt.datetime') "
+        "-> typing.Union[int, None]:\n    return 1\n\n\n"
+        "@aggregate\ndef b(xs: List[float]) -> 'list[int | None]':\n    return []\n\n\n"
+        "def not_a_udf(x):\n    return x\n"
+    )
+    library = load(text, "udfs.py")
+    a, b = library.udfs["a"], library.udfs["b"]
+    assert (a.kind, a.concurrency, a.timeout, a.line) == ("async", 2, 1.5, 9)
+    assert [(t.spark, t.nullable) for t in a.args] == [("STRING", True), ("TIMESTAMP", False)]
+    assert (a.returns.spark, a.returns.nullable) == ("BIGINT", True)
+    assert (b.kind, b.args[0].spark, b.returns.spark) == ("udaf", "ARRAY<DOUBLE>", "ARRAY<BIGINT>")
+    assert sorted(library.udfs) == ["a", "b"]
+
+
 @pytest.mark.parametrize(
     ("source", "message"),
     [
@@ -212,6 +269,8 @@ def test_a_udf_returning_the_wrong_type_fails_naming_it_and_the_input(
         ("@udf\ndef f(*xs: int) -> int:\n    return 1\n", "only plain positional arguments"),
         ("@udaf\ndef f(x: int) -> int:\n    return 1\n", "argument 1 must be a list"),
         ("@udf\ndef f(x: int) -> int\n", "SyntaxError"),
+        ("Num = int\n\n@udf\ndef f(x: Num) -> int:\n    return 1\n", "an alias is not followed"),
+        ("@udf(concurrency=N)\ndef f(x: int) -> int:\n    return 1\n", "must be a literal number"),
     ],
 )
 def test_bad_udf_files_are_diagnostics(source: str, message: str) -> None:

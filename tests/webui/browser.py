@@ -53,8 +53,10 @@ def chromium_path() -> str:
 
 
 @contextmanager
-def browser_page(base_url: str) -> Iterator[tuple[Page, list[str]]]:
-    """A page of a headless Chromium, and the errors its console and scripts report."""
+def browser_page(base_url: str, *, local_ca: bool = False) -> Iterator[tuple[Page, list[str]]]:
+    """A page of a headless Chromium, and the errors its console and scripts report.
+    ``local_ca``: the site's certificate is from a CA of the test's own, which the browser
+    does not know; the page is served over HTTPS all the same."""
     executable = chromium_path()
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(
@@ -62,7 +64,7 @@ def browser_page(base_url: str) -> Iterator[tuple[Page, list[str]]]:
         )
         try:
             # The page formats numbers and times in the browser's locale.
-            page = browser.new_page(base_url=base_url, locale="en-US")
+            page = browser.new_page(base_url=base_url, locale="en-US", ignore_https_errors=local_ca)
             problems: list[str] = []
 
             def on_console(message: ConsoleMessage) -> None:

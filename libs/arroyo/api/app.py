@@ -10,10 +10,12 @@ logged with its traceback and answered with a 500 whose message reveals nothing 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import structlog
 from aiohttp import web
 from aiohttp.typedefs import Handler
+from prometheus_client import Counter, Gauge
 
 from arroyo.api.auth import KeyRing, auth_middleware
 from arroyo.api.errors import InvalidQueryError, http_status
@@ -57,7 +59,10 @@ def create_app(
     API key when they say so (``arroyo.api.auth``); without, it is open (tests, a caller that
     guards it itself).
     """
-    middlewares = [error_middleware] if keys is None else [error_middleware, auth_middleware(keys)]
+    middlewares: list[Any] = [metrics_middleware, error_middleware]
+    if keys is not None:
+        public = frozenset(r.full_path for r in ROUTES if r.public and r.method == "GET")
+        middlewares.append(auth_middleware(keys, public))
     app = web.Application(middlewares=middlewares)
     api = Api(
         store,
@@ -68,9 +73,41 @@ def create_app(
     )
     for route in ROUTES:
         app.router.add_route(route.method, route.full_path, route.bind(api))
+
+    async def drain(_app: web.Application) -> None:
+        api.draining.set()
+
+    app.on_shutdown.append(drain)
     if web_root is not None:
         _serve_web_root(app, web_root)
     return app
+
+
+_IN_FLIGHT = Gauge("arroyo_api_requests_in_flight", "HTTP requests the api is answering")
+_HANDLED = Counter(
+    "arroyo_api_requests_total",
+    "HTTP requests the api answered, by method, route and status",
+    ["method", "route", "code"],
+)
+
+
+@web.middleware
+async def metrics_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Counts requests in flight (what a drain waits for) and answered, per route pattern."""
+    _IN_FLIGHT.inc()
+    code = 500
+    try:
+        response = await handler(request)
+        code = response.status
+        return response
+    except web.HTTPException as err:
+        code = err.status
+        raise
+    finally:
+        _IN_FLIGHT.dec()
+        resource = request.match_info.route.resource
+        route = resource.canonical if resource is not None else "unmatched"
+        _HANDLED.labels(request.method, route, str(code)).inc()
 
 
 @web.middleware

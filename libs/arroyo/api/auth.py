@@ -14,9 +14,10 @@ no set-up until its owner creates a key. The keys are read from the store
 every ``REFRESH_S``, so a key created or revoked by ``arroyo keys`` takes effect within that
 time, on every replica of the api.
 
-Only ``/api/v1`` is guarded: the UI's files hold no data (they call the API like any client),
-and the services' admin ports (``/status``, ``/metrics``) stay readable by monitoring
-without a key, as documented.
+Only ``/api/v1`` is guarded, and not its probes, ``GET /api/v1/ping`` and ``/api/v1/status``
+(whether the services are up: what a load balancer and ``arroyo cluster`` ask, with no key).
+The UI's files hold no data (they call the API like any client), and the services' admin ports
+(``/status``, ``/metrics``) stay readable by monitoring without a key, as documented.
 """
 
 from __future__ import annotations
@@ -122,9 +123,13 @@ def _token(request: web.Request) -> str | None:
     return request.cookies.get(COOKIE) or None
 
 
-def auth_middleware(ring: KeyRing) -> Middleware:
+def auth_middleware(ring: KeyRing, public: frozenset[str] = frozenset()) -> Middleware:
+    """Guards ``/api/v1`` but the GET ``public`` paths (the probes)."""
+
     @web.middleware
     async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method == "GET" and request.path in public:
+            return await handler(request)
         if request.path == API_PREFIX or request.path.startswith(API_PREFIX + "/"):
             refused = await ring.check(_token(request))
             if refused is not None:

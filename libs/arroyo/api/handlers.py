@@ -99,6 +99,9 @@ class Api(ConnectionTableHandlers, UdfHandlers, MetricsHandlers):
         self._openapi = openapi
         self._compiler_wait_s = compiler_wait_s
         self._readiness = Readiness(compiler, controller)
+        # Set when the server shuts down: long-lived streams end, so the drain is not held up
+        # by them (an EventSource reconnects, to another replica or to this one restarted).
+        self.draining = asyncio.Event()
         self._connectors = m.ConnectorList(data=[_connector_out(c) for c in CONNECTORS])
 
     # meta
@@ -299,7 +302,7 @@ class Api(ConnectionTableHandlers, UdfHandlers, MetricsHandlers):
         stream = self._controller.subscribe_to_output(
             controller_pb2.SubscribeToOutputRequest(job_id=job.id)
         )
-        events = _with_keepalive(_output_events(stream, job.id))
+        events = _with_keepalive(_output_events(stream, job.id), self.draining)
         try:
             async for event in events:
                 await response.write(event)
@@ -544,14 +547,20 @@ async def _output_events(
 
 
 async def _with_keepalive(
-    events: AsyncGenerator[bytes, None],
+    events: AsyncGenerator[bytes, None], stop: asyncio.Event
 ) -> AsyncGenerator[bytes, None]:
     """``events``, with an SSE comment whenever none came for KEEPALIVE_S: it keeps proxies from
-    closing an idle stream, and writing it is how a client that went away is noticed."""
+    closing an idle stream, and writing it is how a client that went away is noticed. Ends
+    when ``stop`` is set."""
     pending = asyncio.ensure_future(anext(events))
+    stopping = asyncio.ensure_future(stop.wait())
     try:
         while True:
-            done, _ = await asyncio.wait({pending}, timeout=KEEPALIVE_S)
+            done, _ = await asyncio.wait(
+                {pending, stopping}, timeout=KEEPALIVE_S, return_when=asyncio.FIRST_COMPLETED
+            )
+            if stopping in done:
+                return
             if not done:
                 yield b": keepalive\n\n"
                 continue
@@ -564,6 +573,7 @@ async def _with_keepalive(
     finally:
         # Cancelling a read in flight cancels the controller's call beneath it; waiting for it
         # lets the caller close that call's iterator, which must not be running then.
+        stopping.cancel()
         pending.cancel()
         await asyncio.wait({pending})
         await events.aclose()

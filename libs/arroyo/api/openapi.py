@@ -83,6 +83,8 @@ def _operation(
         "summary": route.summary,
         "tags": [route.tag],
     }
+    if route.public:
+        operation["security"] = []  # none: answered without a key
     description = inspect.getdoc(route.handler)
     if description:
         operation["description"] = description
@@ -144,7 +146,7 @@ def _success(route: Route[Any, Any], refs: _Refs) -> dict[str, Any]:
 
 
 def _error_statuses(route: Route[Any, Any]) -> set[int]:
-    statuses = {401, 500, *route.errors}
+    statuses = {500, *route.errors} if route.public else {401, 500, *route.errors}
     if route.body is not None or route.query is not None:
         statuses.add(400)
     if route.path_parameters:

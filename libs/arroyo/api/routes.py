@@ -15,7 +15,9 @@ _PROFILE = "/connection_profiles/{profile_id}"
 _TABLE = "/connection_tables/{table_id}"
 
 ROUTES: tuple[Route[Api, Any], ...] = (
-    Route("GET", "/ping", Api.ping, "Check that the api is up", "meta", response=m.Pong),
+    Route(
+        "GET", "/ping", Api.ping, "Check that the api is up", "meta", response=m.Pong, public=True
+    ),
     Route(
         "GET",
         "/status",
@@ -23,6 +25,7 @@ ROUTES: tuple[Route[Api, Any], ...] = (
         "Check whether the cluster can take a pipeline",
         "meta",
         response=m.ClusterStatus,
+        public=True,
     ),
     Route("GET", "/openapi.json", Api.openapi, "This document", "meta"),
     Route(

@@ -65,6 +65,9 @@ class Route(Generic[Owner, In]):
     # Beyond those every route of its shape has: 400 with a body or query, 404 with a path
     # parameter, and 500.
     errors: tuple[int, ...] = ()
+    # Answered without an API key: the probes (``/ping``, ``/status``), which say whether the
+    # services are up and nothing a key guards (as the services' admin ``/status`` do).
+    public: bool = False
 
     def __post_init__(self) -> None:
         if self.body is not None and self.query is not None:

@@ -8,6 +8,7 @@ session's temporary views, so calls are serialised.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import re
 import tempfile
@@ -22,6 +23,7 @@ from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 from sqlglot.tokens import Tokenizer
 
+from arroyo.connectors import secrets
 from arroyo.connectors.base import ConnectionProfile
 from arroyo.connectors.stage import STAGE_CONNECTOR
 from arroyo.errors import ArroyoError, Diagnostic, PlanningError
@@ -114,6 +116,15 @@ class Compiler:
         self._lock = threading.Lock()
         self._builtins: frozenset[str] | None = None
 
+    async def readiness(self) -> dict[str, str | None]:
+        """Ready while its Spark session's JVM answers (a trivial call, off the loop)."""
+        try:
+            tracker = self.spark.sparkContext.statusTracker()
+            await asyncio.to_thread(tracker.getJobIdsForGroup)
+        except Exception as err:
+            return {"spark": f"the compiler's Spark session does not answer: {err}"}
+        return {"spark": None}
+
     def _functions(self, udfs: Iterable[str]) -> list[str]:
         """Every function a query may call: Spark's built-in ones (read once from its
         catalog), Arroyo's (the planner's rewrites), the windows, and ``udfs``."""
@@ -157,7 +168,9 @@ class Compiler:
                         profiles=by_name,
                         saved_tables={t.name: t.ddl for t in saved},
                     )
-                    program = planner.plan(query)
+                    # Secret options out of the tables, into the program's ``secrets``: the
+                    # store seals them, and workers fetch them (arroyo.connectors.secrets).
+                    program = secrets.take(planner.plan(query))
             except PlanningError as err:
                 return pb.CompileResponse(
                     diagnostics=[_diagnostic(d) for d in err.diagnostics],
@@ -196,10 +209,8 @@ class Compiler:
         from arroyo.udfs import load
 
         try:
-            # One at a time, as compiles are: loading may install dependencies and change
-            # sys.path.
-            with self._lock:
-                library = load(udfs, UDFS_PATH)
+            # Read, never run: no user code runs in the compiler (arroyo.udf_static).
+            library = load(udfs, UDFS_PATH)
         except PlanningError as err:
             return pb.ValidateUdfsResponse(diagnostics=[_diagnostic(d) for d in err.diagnostics])
         return pb.ValidateUdfsResponse(

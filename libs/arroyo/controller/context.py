@@ -16,6 +16,7 @@ from arroyo.controller.nodes import NodeRegistry
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.rpc import NodeClient, RpcError, WorkerClient
 from arroyo.store import Job, JobConfig, JobId, JobStatus, PipelineId, StopMode, Store
+from arroyo.tls import TlsIdentity
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import node_pb2
 
@@ -73,6 +74,8 @@ class JobContext:
     last_heartbeat: float = field(default_factory=time.monotonic)
     # Set by a state that gives up, read by Failing.
     failure: StateError | None = None
+    # What channels to nodes and workers show (mutual TLS); None: plaintext.
+    tls: TlsIdentity | None = None
 
     @classmethod
     def of(
@@ -82,9 +85,19 @@ class JobContext:
         nodes: NodeRegistry,
         settings: ControllerConfig,
         state_root: str,
+        *,
+        tls: TlsIdentity | None = None,
     ) -> JobContext:
         return cls(
-            job.id, job.pipeline_id, job.config, job.status, store, nodes, settings, state_root
+            job.id,
+            job.pipeline_id,
+            job.config,
+            job.status,
+            store,
+            nodes,
+            settings,
+            state_root,
+            tls=tls,
         )
 
     # status
@@ -138,7 +151,7 @@ class JobContext:
             return
         if mode != common.STOP_MODE_FORCE and self.status.worker_address:
             try:
-                client = WorkerClient(self.status.worker_address)
+                client = WorkerClient(self.status.worker_address, tls=self.tls)
                 try:
                     from arroyo_rpc.v1 import worker_pb2
 
@@ -164,7 +177,7 @@ class JobContext:
         self.nodes.release(worker_id)
         if node is None:
             return
-        client = NodeClient(node.address)
+        client = NodeClient(node.address, tls=self.tls)
         try:
             await client.stop_worker(
                 node_pb2.StopWorkerRequest(

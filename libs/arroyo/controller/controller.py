@@ -17,7 +17,7 @@ import asyncio
 import collections
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 
 import structlog
@@ -29,7 +29,9 @@ from arroyo.controller.driver import JobDriver
 from arroyo.controller.history import MetricsHistory
 from arroyo.controller.nodes import NodeRegistry
 from arroyo.errors import ArroyoError, ErrorDomain
+from arroyo.program.spec import PipelineProgram
 from arroyo.store import JobId, JobState, Store
+from arroyo.tls import TlsIdentity
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import controller_pb2 as pb
 
@@ -59,8 +61,12 @@ class OutputBatch:
 
 
 class Controller:
-    def __init__(self, config: Config, store: Store) -> None:
+    """``tls``: the identity the controller's channels to nodes and workers show (mutual TLS,
+    ``arroyo.tls``); None for plaintext."""
+
+    def __init__(self, config: Config, store: Store, *, tls: TlsIdentity | None = None) -> None:
         self.config = config
+        self.tls = tls
         self.settings = config.controller
         self.store = store
         self.nodes = NodeRegistry(self.settings.heartbeat_timeout_s)
@@ -99,7 +105,9 @@ class Controller:
             seen.add(job.id)
             driver = self.drivers.get(job.id)
             if driver is None:
-                ctx = JobContext.of(job, self.store, self.nodes, self.settings, self.state_root)
+                ctx = JobContext.of(
+                    job, self.store, self.nodes, self.settings, self.state_root, tls=self.tls
+                )
                 driver = JobDriver(ctx)
                 self.drivers[job.id] = driver
                 driver.start()
@@ -205,6 +213,17 @@ class Controller:
                 f"job {ref.job_id} is at generation {ctx.status.generation}, not {ref.generation}"
             )
         return ctx
+
+    async def job_secrets(self, ref: common.JobRef, keys: Iterable[str]) -> dict[str, str]:
+        """The values of the secrets ``keys`` for the job's current generation (its worker
+        asks, before it runs): read from the job's pipeline, where the store keeps them sealed,
+        never from the program the worker was sent."""
+        ctx = self.context(ref)
+        pipeline = await self.store.get_pipeline(ctx.pipeline_id)
+        if pipeline is None:
+            raise UnknownJobError(f"job {ref.job_id}'s pipeline is gone")
+        held = PipelineProgram.from_json(pipeline.program_json).secrets
+        return {key: held[key] for key in keys if key in held}
 
     def report(self, ref: common.JobRef, event: events.JobEvent) -> None:
         self.context(ref).events.put_nowait(event)

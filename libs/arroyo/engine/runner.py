@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamWriter
 
-from arroyo.connectors import AnyConnector, WriteContext, connector
+from arroyo.connectors import AnyConnector, WriteContext, connector, secrets
 from arroyo.connectors.base import ConnectorError, ConnectorOptions, table_of, table_state_dir
 from arroyo.connectors.runtime.remote_state import RemoteState, attach, detach
 from arroyo.connectors.runtime.sinks import error_summary, wait_for_batches
@@ -202,10 +202,12 @@ class PipelineRunner:
             raise
 
     def _prepare(self) -> None:
-        (self.state_dir / "program.json").write_text(self.program.to_json())
+        # With references where its secret options' values are (arroyo.connectors.secrets).
+        on_disk = secrets.without(secrets.take(self.program))
+        (self.state_dir / "program.json").write_text(on_disk.to_json())
         drop_temp_views(self.spark)
         if self.program.udfs is not None:
-            library = load_udfs(self.program.udfs, self.program.udfs_path or "<udfs>")
+            library = load_udfs(self.program.udfs, self.program.udfs_path or "<udfs>", install=True)
             register_udfs(self.spark, library)
         register(self.spark, self.program, self.settings)
         for table in self.program.sources:

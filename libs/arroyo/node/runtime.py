@@ -16,6 +16,7 @@ import asyncio
 import json
 import os
 import signal
+import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -68,11 +69,23 @@ class NodeRuntime:
         self.workers: dict[str, WorkerHandle] = {}
         self._heartbeat: asyncio.Task[None] | None = None
         self._warm: WorkerHandle | None = None
+        self._last_contact: float | None = None  # monotonic: the controller's last answer
 
     @property
     def free_slots(self) -> int:
         used = sum(w.slots for w in self.workers.values() if w.running and w.job_id)
         return self.config.node.task_slots - used
+
+    def readiness(self) -> dict[str, str | None]:
+        """The node is ready while the controller answers its heartbeats: a node it has not
+        heard from for three of them gets no new work."""
+        if self._last_contact is None:
+            return {"controller": "not registered with the controller yet"}
+        silent = time.monotonic() - self._last_contact
+        limit = 3 * self.config.node.heartbeat_interval_s
+        if silent > limit:
+            return {"controller": f"no answer from the controller for {silent:.0f} s"}
+        return {"controller": None}
 
     async def run(self) -> None:
         await self._register()
@@ -174,6 +187,7 @@ class NodeRuntime:
         while True:
             try:
                 await self.controller.register_node(request)
+                self._last_contact = time.monotonic()
                 log.info("node_registered", node_id=self.node_id)
                 return
             except RpcError as err:
@@ -194,6 +208,7 @@ class NodeRuntime:
             except RpcError as err:
                 log.warning("node_heartbeat_failed", error=err.message)
                 continue
+            self._last_contact = time.monotonic()
             if not response.known:
                 await self._register()
             # A worker that had exited when this heartbeat was built is now reported gone.

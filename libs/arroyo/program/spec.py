@@ -201,6 +201,10 @@ class PipelineProgram:
     udfs: str | None = None
     udfs_path: str | None = None
     aggregates: list[AggregateSpec] = field(default_factory=list)
+    # The values of the secret options its tables refer to (``${secret:<table>.<option>}``),
+    # from the compiler to the store only: a worker's program has none
+    # (``arroyo.connectors.secrets``).
+    secrets: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True)
@@ -252,6 +256,7 @@ class PipelineProgram:
             udfs=raw.get("udfs"),
             udfs_path=raw.get("udfs_path"),
             aggregates=[AggregateSpec(**a) for a in raw.get("aggregates", [])],
+            secrets=dict(raw.get("secrets", {})),
         )
 
     @property

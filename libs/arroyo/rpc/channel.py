@@ -5,6 +5,13 @@ StopExecution``) whose context travels to the server in the ``traceparent`` meta
 (``opentelemetry.propagate``, so the server's span becomes its child), and ends with the call's
 gRPC status recorded (``rpc.grpc.status_code``, span status ERROR when not OK). The facades in
 ``arroyo.rpc.clients`` build on ``channel``; nothing else should open a channel.
+
+Security. Given a ``TlsIdentity`` (``arroyo.tls``: the process's ``config.tls``), a channel is
+mutual TLS: it shows the process's certificate, accepts only a server whose certificate the
+identity's CA signed, and checks the server's name (the host of ``address``) against that
+certificate's subject alternative names. Without one it is plaintext, as every channel is in a
+deployment without a ``tls`` section. A server that refuses the certificate, or speaks the
+other protocol, fails the call as unreachable (``unavailable``).
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ import grpc.aio
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import SpanKind, StatusCode
+
+from arroyo.tls import TlsIdentity
 
 # Limits sized for our traffic: sink rows and pipeline programs travel as JSON strings.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -40,18 +49,41 @@ def channel(
     *,
     tracer_provider: trace.TracerProvider | None = None,
     options: Sequence[tuple[str, Any]] = (),
+    tls: TlsIdentity | None = None,
 ) -> Any:
-    """An insecure ``grpc.aio.Channel`` to ``host:port`` with the client tracing interceptor.
+    """A ``grpc.aio.Channel`` to ``host:port`` with the client tracing interceptor: mutual TLS
+    with ``tls``, plaintext without (see the module).
 
     Call it on the event loop that will use the channel (grpc.aio binds a channel to the loop
     it was made on). Spans go to ``tracer_provider``, by default the process's global one (the
     one ``arroyo.service.serve`` installs). ``options`` are appended to ``CHANNEL_OPTIONS``;
     later entries win. The caller closes the channel (``await channel.close()``).
     """
-    return grpc.aio.insecure_channel(
+    interceptors = [ClientTracingInterceptor(tracer_provider)]
+    if tls is None:
+        return grpc.aio.insecure_channel(
+            address, options=[*CHANNEL_OPTIONS, *options], interceptors=interceptors
+        )
+    return grpc.aio.secure_channel(
         address,
+        channel_credentials(tls),
         options=[*CHANNEL_OPTIONS, *options],
-        interceptors=[ClientTracingInterceptor(tracer_provider)],
+        interceptors=interceptors,
+    )
+
+
+def channel_credentials(tls: TlsIdentity) -> Any:
+    """A client's half of mutual TLS: the CA it trusts, the certificate and key it shows."""
+    return grpc.ssl_channel_credentials(
+        root_certificates=tls.ca_pem, private_key=tls.key_pem, certificate_chain=tls.cert_pem
+    )
+
+
+def server_credentials(tls: TlsIdentity) -> Any:
+    """A server's half: its certificate and key, and a client certificate signed by the CA
+    required of every caller (none, or another CA's, is refused during the handshake)."""
+    return grpc.ssl_server_credentials(
+        ((tls.key_pem, tls.cert_pem),), root_certificates=tls.ca_pem, require_client_auth=True
     )
 
 

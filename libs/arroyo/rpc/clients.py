@@ -9,7 +9,8 @@ reached, unless made with ``wait_for_ready=True``: it then waits, within its dea
 peer to come up (a service still starting). ``connected`` asks whether the peer can be reached
 now, without a call. Every failure is an ``arroyo.rpc.RpcError`` with the remote error's code,
 domain and retry hint (``arroyo.rpc.status``); an unreachable peer or a missed deadline is code
-``unavailable``, domain external, retryable.
+``unavailable``, domain external, retryable. ``tls`` (the process's ``arroyo.tls.load_identity``)
+makes a client that opens its own channel use mutual TLS (``arroyo.rpc.channel``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from google.protobuf.message import Message
 
 from arroyo.rpc.channel import channel
 from arroyo.rpc.status import call, translate
+from arroyo.tls import TlsIdentity
 from arroyo_rpc.v1 import (
     compiler_pb2,
     compiler_pb2_grpc,
@@ -44,9 +46,15 @@ DEFAULT_TIMEOUT_S = 10.0
 class _Client:
     """Channel ownership, deadlines and error translation shared by the facades."""
 
-    def __init__(self, target: str | Any, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        target: str | Any,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        tls: TlsIdentity | None = None,
+    ) -> None:
         self._owns_channel = isinstance(target, str)
-        self._channel: Any = channel(target) if isinstance(target, str) else target
+        self._channel: Any = channel(target, tls=tls) if isinstance(target, str) else target
         self.timeout_s = timeout_s
 
     async def close(self) -> None:
@@ -108,8 +116,14 @@ class CompilerClient(_Client):
     """CompilerService, which the api calls: SQL, UDFs and the connection profiles tables may
     name in, a program or diagnostics out. A request's profiles hold secrets; never log it."""
 
-    def __init__(self, target: str | Any, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        super().__init__(target, timeout_s=timeout_s)
+    def __init__(
+        self,
+        target: str | Any,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        tls: TlsIdentity | None = None,
+    ) -> None:
+        super().__init__(target, timeout_s=timeout_s, tls=tls)
         self._stub = compiler_pb2_grpc.CompilerServiceStub(self._channel)
 
     async def compile(
@@ -146,8 +160,14 @@ class ControllerClient(_Client):
     ``RpcError`` code ``stale_generation``.
     """
 
-    def __init__(self, target: str | Any, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        super().__init__(target, timeout_s=timeout_s)
+    def __init__(
+        self,
+        target: str | Any,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        tls: TlsIdentity | None = None,
+    ) -> None:
+        super().__init__(target, timeout_s=timeout_s, tls=tls)
         self._stub = controller_pb2_grpc.ControllerServiceStub(self._channel)
 
     async def register_node(
@@ -169,6 +189,13 @@ class ControllerClient(_Client):
     ) -> controller_pb2.RegisterWorkerResponse:
         return await self._unary(
             self._stub.RegisterWorker, request, controller_pb2.RegisterWorkerResponse, timeout_s
+        )
+
+    async def get_job_secrets(
+        self, request: controller_pb2.GetJobSecretsRequest, *, timeout_s: float | None = None
+    ) -> controller_pb2.GetJobSecretsResponse:
+        return await self._unary(
+            self._stub.GetJobSecrets, request, controller_pb2.GetJobSecretsResponse, timeout_s
         )
 
     async def heartbeat(
@@ -282,8 +309,14 @@ class ControllerClient(_Client):
 class NodeClient(_Client):
     """NodeService, which the controller calls: a machine's task slots and worker processes."""
 
-    def __init__(self, target: str | Any, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        super().__init__(target, timeout_s=timeout_s)
+    def __init__(
+        self,
+        target: str | Any,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        tls: TlsIdentity | None = None,
+    ) -> None:
+        super().__init__(target, timeout_s=timeout_s, tls=tls)
         self._stub = node_pb2_grpc.NodeServiceStub(self._channel)
 
     async def start_worker(
@@ -311,8 +344,14 @@ class NodeClient(_Client):
 class WorkerClient(_Client):
     """WorkerService, which the controller calls: the one process of one running job."""
 
-    def __init__(self, target: str | Any, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
-        super().__init__(target, timeout_s=timeout_s)
+    def __init__(
+        self,
+        target: str | Any,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        tls: TlsIdentity | None = None,
+    ) -> None:
+        super().__init__(target, timeout_s=timeout_s, tls=tls)
         self._stub = worker_pb2_grpc.WorkerServiceStub(self._channel)
 
     async def start_execution(

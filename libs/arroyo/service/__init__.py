@@ -3,19 +3,23 @@
 from arroyo.service.bootstrap import (
     DEFAULT_GRACE_S,
     Listen,
+    Readiness,
     RunningService,
     ServiceError,
     serve,
     start,
+    store_ready,
     tracer_provider_for,
 )
 
 __all__ = [
     "DEFAULT_GRACE_S",
     "Listen",
+    "Readiness",
     "RunningService",
     "ServiceError",
     "serve",
     "start",
+    "store_ready",
     "tracer_provider_for",
 ]

@@ -14,10 +14,31 @@ event (``grpc_port``, ``admin_port``), and, when ``serve`` is given ``ports_file
 service is ready and removed when it stops: a parent process (``arroyo cluster``, a test) polls
 for the file instead of parsing logs.
 
-Admin HTTP. ``/metrics``: Prometheus text of the default registry (RPC counts and latencies from
-``arroyo.rpc.server``, process metrics, and whatever the service registers). ``/status``: JSON
-``{"service", "pid", "uptime_s", "state", "grpc_port", "admin_port"}`` plus the status hook's
-keys; it answers 200 while the process serves and is the liveness probe.
+Security. With ``config.tls`` set, the gRPC server is mutual TLS (``add_secure_port``): it
+shows the service's certificate and refuses, during the handshake, a client that shows none or
+one its CA did not sign; ``start`` checks the files first (``arroyo.tls.load_identity``) and
+raises ``arroyo.tls.TlsError`` naming the bad one. Without it the server is plaintext, as
+before. The admin HTTP server stays plain HTTP whatever ``tls`` says: ``/metrics`` and
+``/status`` are meant to be readable by probes and scrapers that hold no certificate, and they
+carry no secret.
+
+Admin HTTP, open to anyone who can reach the admin port (no API key: it says nothing a
+key guards, and probes have none):
+
+- ``/metrics``: Prometheus text of the default registry (RPC counts and latencies from
+  ``arroyo.rpc.server``, process metrics, and whatever the service registers).
+- ``/status``: the readiness probe. JSON ``{"service", "pid", "uptime_s", "state", "ready",
+  "checks", "grpc_port", "admin_port"}`` plus the status hook's keys. ``state`` is
+  ``starting`` (the startup hook runs), ``serving``, or ``draining`` (a stop was asked for:
+  no new calls, in-flight ones finish). ``checks`` are the readiness hook's, each ``"ok"`` or
+  what is wrong (the store does not answer, the node is not registered). It answers 200 when
+  ready (serving, every check ok) and 503 otherwise, so a load balancer or compose's health
+  check sends nothing to a service that cannot serve it.
+- ``/health``: the liveness probe: 200 while the process answers at all.
+
+Shutdown. SIGTERM (or SIGINT) drains: ``/status`` turns 503 at once, the gRPC server refuses
+new calls and gives in-flight ones ``grace_s`` to finish, then the shutdown hook runs (the api
+stops its HTTP server there, with the same grace for its in-flight requests).
 """
 
 from __future__ import annotations
@@ -31,7 +52,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 import grpc.aio
@@ -46,8 +67,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from arroyo.config import Config, ServiceAddress, TracingConfig
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.logging import configure_logging
-from arroyo.rpc.channel import MAX_MESSAGE_BYTES
+from arroyo.rpc.channel import MAX_MESSAGE_BYTES, server_credentials
 from arroyo.rpc.server import ServerInterceptor
+from arroyo.tls import TlsIdentity, load_identity
 
 log = structlog.get_logger(__name__)
 
@@ -71,6 +93,10 @@ Register = Callable[[Any], None]
 Startup = Callable[["RunningService"], Awaitable[None]]
 Shutdown = Callable[[], Awaitable[None]]
 Status = Callable[[], Mapping[str, object]]
+# Readiness checks: each name to None when it holds, or to what is wrong.
+Readiness = Callable[[], Awaitable[Mapping[str, str | None]]]
+# Time a readiness hook gets per /status request; past it, the service is not ready.
+READINESS_TIMEOUT_S = 2.0
 
 
 class ServiceError(ArroyoError):
@@ -109,9 +135,12 @@ class RunningService:
         tracer_provider: TracerProvider,
         owns_tracer_provider: bool,
         shutdown: Shutdown | None,
+        tls: TlsIdentity | None = None,
     ) -> None:
         self.name = name
         self.bind_host = bind_host
+        # The service's identity when its gRPC server is mutual TLS; its clients use it too.
+        self.tls = tls
         self.tracer_provider = tracer_provider
         self.grpc_port: int | None = None
         self.admin_port: int = 0
@@ -122,6 +151,7 @@ class RunningService:
         self._admin: web.AppRunner | None = None
         self._started = time.monotonic()
         self._stop_requested = asyncio.Event()
+        self._started_up = False
         self._stopping = False
         self._stopped = asyncio.Event()
 
@@ -189,12 +219,18 @@ class RunningService:
         if self._owns_tracer_provider:
             self.tracer_provider.shutdown()
 
+    @property
+    def state(self) -> str:
+        if self._stop_requested.is_set():
+            return "draining"
+        return "serving" if self._started_up else "starting"
+
     def status(self) -> dict[str, object]:
         return {
             "service": self.name,
             "pid": self.pid,
             "uptime_s": round(self.uptime_s, 3),
-            "state": "stopping" if self._stop_requested.is_set() else "serving",
+            "state": self.state,
             "grpc_port": self.grpc_port,
             "admin_port": self.admin_port,
         }
@@ -219,6 +255,7 @@ async def start(
     startup: Startup | None = None,
     shutdown: Shutdown | None = None,
     status: Status | None = None,
+    readiness: Readiness | None = None,
     tracer_provider: TracerProvider | None = None,
 ) -> RunningService:
     """Start the gRPC server (if ``listen.grpc_port`` is not None) and the admin server, then
@@ -229,12 +266,15 @@ async def start(
     stopped, ``shutdown`` is not run and the error propagates, so startup cleans up after
     itself. ``shutdown`` runs in ``RunningService.stop`` after the last RPC finished.
     ``status`` is called per ``/status`` request on the loop; it must not block.
+    ``readiness`` too, with ``READINESS_TIMEOUT_S`` to answer (see the module docstring).
     ``tracer_provider``: where the server's spans go; by default a new one from
     ``config.tracing``, owned (shut down at stop) by the service. No process-wide state is
-    touched: no logging setup, no signal handlers (``serve`` does those).
+    touched: no logging setup, no signal handlers (``serve`` does those). ``config.tls``: see
+    the module; a bad file raises ``TlsError`` before anything listens.
     """
     if register is not None and listen.grpc_port is None:
         raise ValueError(f"{name}: servicers to register but no gRPC port")
+    tls = load_identity(config)
     owned = tracer_provider is None
     provider = tracer_provider or tracer_provider_for(name, config.tracing)
     running = RunningService(
@@ -243,17 +283,19 @@ async def start(
         tracer_provider=provider,
         owns_tracer_provider=owned,
         shutdown=shutdown,
+        tls=tls,
     )
     try:
         if listen.grpc_port is not None:
             running.server, running.grpc_port = await _start_grpc(
-                listen.bind_host, listen.grpc_port, register, provider
+                listen.bind_host, listen.grpc_port, register, provider, tls
             )
         running._admin, running.admin_port = await _start_admin(
-            listen.bind_host, listen.admin_port, running, status
+            listen.bind_host, listen.admin_port, running, status, readiness
         )
         if startup is not None:
             await startup(running)
+        running._started_up = True
     except BaseException:
         await running._abandon()
         raise
@@ -264,6 +306,7 @@ async def start(
         bind_host=listen.bind_host,
         grpc_port=running.grpc_port,
         admin_port=running.admin_port,
+        tls=tls is not None,
     )
     return running
 
@@ -277,6 +320,7 @@ async def serve(
     startup: Startup | None = None,
     shutdown: Shutdown | None = None,
     status: Status | None = None,
+    readiness: Readiness | None = None,
     grace_s: float = DEFAULT_GRACE_S,
     ports_file: Path | None = None,
 ) -> None:
@@ -302,6 +346,7 @@ async def serve(
             startup=startup,
             shutdown=shutdown,
             status=status,
+            readiness=readiness,
             tracer_provider=provider,
         )
         loop = asyncio.get_running_loop()
@@ -325,7 +370,11 @@ async def serve(
 
 
 async def _start_grpc(
-    host: str, port: int, register: Register | None, provider: TracerProvider
+    host: str,
+    port: int,
+    register: Register | None,
+    provider: TracerProvider,
+    tls: TlsIdentity | None,
 ) -> tuple[Any, int]:
     server = grpc.aio.server(
         interceptors=[ServerInterceptor(provider)], options=list(SERVER_OPTIONS)
@@ -333,7 +382,10 @@ async def _start_grpc(
     if register is not None:
         register(server)
     try:
-        bound = server.add_insecure_port(f"{host}:{port}")
+        if tls is None:
+            bound = server.add_insecure_port(f"{host}:{port}")
+        else:
+            bound = server.add_secure_port(f"{host}:{port}", server_credentials(tls))
     except RuntimeError as err:
         raise ServiceError(f"cannot listen for gRPC on {host}:{port}: {err}") from err
     # Older grpc releases report a failed bind as port 0 rather than raising.
@@ -344,13 +396,20 @@ async def _start_grpc(
 
 
 async def _start_admin(
-    host: str, port: int, running: RunningService, status: Status | None
+    host: str,
+    port: int,
+    running: RunningService,
+    status: Status | None,
+    readiness: Readiness | None,
 ) -> tuple[web.AppRunner, int]:
     async def metrics(_request: web.Request) -> web.Response:
         return web.Response(body=generate_latest(), headers={"Content-Type": CONTENT_TYPE_LATEST})
 
     async def status_page(_request: web.Request) -> web.Response:
         body = running.status()
+        checks = await _checks(running, readiness)
+        ready = running.state == "serving" and all(v is None for v in checks.values())
+        body.update(ready=ready, checks={k: v or "ok" for k, v in checks.items()})
         if status is not None:
             try:
                 body.update(status())
@@ -358,11 +417,15 @@ async def _start_admin(
                 log.exception("status_hook_failed", service=running.name)
                 body["error"] = f"{type(err).__name__}: {err}"
                 return _json(body, status=500)
-        return _json(body)
+        return _json(body, status=200 if ready else 503)
+
+    async def health(_request: web.Request) -> web.Response:
+        return _json({"service": running.name, "pid": running.pid, "state": running.state})
 
     app = web.Application()
     app.router.add_get("/metrics", metrics)
     app.router.add_get("/status", status_page)
+    app.router.add_get("/health", health)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=_ADMIN_SHUTDOWN_S)
     await runner.setup()
     try:
@@ -371,6 +434,36 @@ async def _start_admin(
         await runner.cleanup()
         raise ServiceError(f"cannot listen for admin HTTP on {host}:{port}: {err}") from err
     return runner, int(runner.addresses[0][1])
+
+
+class Pingable(Protocol):
+    async def ping(self) -> None: ...
+
+
+def store_ready(store: Pingable) -> Readiness:
+    """Readiness that holds while the store answers a query (``arroyo.store.Store.ping``)."""
+
+    async def check() -> dict[str, str | None]:
+        try:
+            await store.ping()
+        except Exception as err:
+            return {"store": f"the database does not answer: {type(err).__name__}: {err}"}
+        return {"store": None}
+
+    return check
+
+
+async def _checks(running: RunningService, readiness: Readiness | None) -> dict[str, str | None]:
+    if readiness is None or running.state != "serving":
+        return {}
+    try:
+        async with asyncio.timeout(READINESS_TIMEOUT_S):
+            return dict(await readiness())
+    except TimeoutError:
+        return {"readiness": f"no answer in {READINESS_TIMEOUT_S:g} s"}
+    except Exception as err:
+        log.warning("readiness_hook_failed", service=running.name, error=repr(err))
+        return {"readiness": f"{type(err).__name__}: {err}"}
 
 
 def _json(body: Mapping[str, object], *, status: int = 200) -> web.Response:

@@ -117,6 +117,10 @@ class SqlStore(ConnectionTableQueries, UdfQueries, ApiKeyQueries, abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None: ...
 
+    async def ping(self) -> None:
+        async with self._transaction(write=False) as tx:
+            await tx.fetch("SELECT 1 AS one")
+
     def _pipeline(self, row: Row) -> Pipeline:
         return _pipeline(self._opened(row, "program_json", f"pipeline {row['id']}'s program"))
 

@@ -219,6 +219,10 @@ class Store(Protocol):
 
     async def close(self) -> None: ...
 
+    async def ping(self) -> None:
+        """Raise when the database does not answer a query (a service's readiness)."""
+        ...
+
     # pipelines and their job (the api)
     async def create_pipeline(self, pipeline: Pipeline, job_id: JobId, config: JobConfig) -> Job:
         """The pipeline and its one job (state Created), in one transaction."""

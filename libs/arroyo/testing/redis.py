@@ -7,6 +7,7 @@ stops it. ``.ci/run`` installs the package (``apt-get install redis-server``).
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import shutil
 import subprocess
@@ -31,6 +32,7 @@ class RedisServer:
     host: str
     port: int
     password: str
+    pid: int = 0  # the redis-server process (a test may pause it: SIGSTOP)
 
     @property
     def address(self) -> str:
@@ -65,6 +67,7 @@ def running_redis(root: Path) -> Iterator[RedisServer]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
     )
+    server = dataclasses.replace(server, pid=process.pid)
     try:
         _wait_until_ready(server, process, log)
         yield server

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from arroyo.config import Config
+from arroyo.connectors import secrets
 from arroyo.connectors.runtime.remote_state import RemoteState, is_remote
 from arroyo.connectors.stdout.sink import route_stdout
 from arroyo.errors import ArroyoError, ErrorDomain
@@ -135,7 +136,7 @@ class WorkerRuntime:
     ) -> None:
         if self.execution is not None:
             raise ArroyoError("this worker already runs its program", code="already_running")
-        program = PipelineProgram.from_json(program_json)
+        program = await self._with_secrets(PipelineProgram.from_json(program_json))
         route_stdout(self._live_output)
         # A warm worker's session was made before its job was known.
         from arroyo.engine.session import DELTA_SNAPSHOT_PARTITIONS
@@ -164,6 +165,16 @@ class WorkerRuntime:
         )
         self.execution.start()
         log.info("execution_started", job_id=self.identity.job_id, restore=restore)
+
+    async def _with_secrets(self, program: PipelineProgram) -> PipelineProgram:
+        """The program with its secret options' values, asked of the controller: the program a
+        worker is sent refers to them only (``arroyo.connectors.secrets``)."""
+        wanted = sorted(secrets.wanted(program))
+        if not wanted:
+            return program
+        request = pb.GetJobSecretsRequest(job=self.identity.ref(), keys=wanted)
+        response = await self.controller.get_job_secrets(request)
+        return secrets.put(program, dict(response.values))
 
     def _live_output(self, sink: str, rows: list[str]) -> None:
         request = pb.SendSinkDataRequest(job=self.identity.ref(), query=sink, rows=rows)

@@ -55,6 +55,27 @@ class RegisterWorkerResponse(_message.Message):
     __slots__ = ()
     def __init__(self) -> None: ...
 
+class GetJobSecretsRequest(_message.Message):
+    __slots__ = ("job", "keys")
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    KEYS_FIELD_NUMBER: _ClassVar[int]
+    job: _common_pb2.JobRef
+    keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, job: _Optional[_Union[_common_pb2.JobRef, _Mapping]] = ..., keys: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class GetJobSecretsResponse(_message.Message):
+    __slots__ = ("values",)
+    class ValuesEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    VALUES_FIELD_NUMBER: _ClassVar[int]
+    values: _containers.ScalarMap[str, str]
+    def __init__(self, values: _Optional[_Mapping[str, str]] = ...) -> None: ...
+
 class HeartbeatRequest(_message.Message):
     __slots__ = ("job", "time_micros", "address", "phase")
     JOB_FIELD_NUMBER: _ClassVar[int]

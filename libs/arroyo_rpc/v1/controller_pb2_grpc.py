@@ -95,6 +95,11 @@ class ControllerServiceStub:
                 request_serializer=arroyo__rpc_dot_v1_dot_controller__pb2.SendSinkDataRequest.SerializeToString,
                 response_deserializer=arroyo__rpc_dot_v1_dot_controller__pb2.SendSinkDataResponse.FromString,
                 _registered_method=True)
+        self.GetJobSecrets = channel.unary_unary(
+                '/arroyo_rpc.v1.ControllerService/GetJobSecrets',
+                request_serializer=arroyo__rpc_dot_v1_dot_controller__pb2.GetJobSecretsRequest.SerializeToString,
+                response_deserializer=arroyo__rpc_dot_v1_dot_controller__pb2.GetJobSecretsResponse.FromString,
+                _registered_method=True)
         self.SubscribeToOutput = channel.unary_stream(
                 '/arroyo_rpc.v1.ControllerService/SubscribeToOutput',
                 request_serializer=arroyo__rpc_dot_v1_dot_controller__pb2.SubscribeToOutputRequest.SerializeToString,
@@ -200,6 +205,13 @@ class ControllerServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetJobSecrets(self, request, context):
+        """The values of the secret options its program refers to (never in the program itself).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def SubscribeToOutput(self, request, context):
         """The api: live output of a job, and the job-status surface.
         """
@@ -295,6 +307,11 @@ def add_ControllerServiceServicer_to_server(servicer, server):
                     servicer.SendSinkData,
                     request_deserializer=arroyo__rpc_dot_v1_dot_controller__pb2.SendSinkDataRequest.FromString,
                     response_serializer=arroyo__rpc_dot_v1_dot_controller__pb2.SendSinkDataResponse.SerializeToString,
+            ),
+            'GetJobSecrets': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetJobSecrets,
+                    request_deserializer=arroyo__rpc_dot_v1_dot_controller__pb2.GetJobSecretsRequest.FromString,
+                    response_serializer=arroyo__rpc_dot_v1_dot_controller__pb2.GetJobSecretsResponse.SerializeToString,
             ),
             'SubscribeToOutput': grpc.unary_stream_rpc_method_handler(
                     servicer.SubscribeToOutput,
@@ -647,6 +664,33 @@ class ControllerService:
             '/arroyo_rpc.v1.ControllerService/SendSinkData',
             arroyo__rpc_dot_v1_dot_controller__pb2.SendSinkDataRequest.SerializeToString,
             arroyo__rpc_dot_v1_dot_controller__pb2.SendSinkDataResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetJobSecrets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/arroyo_rpc.v1.ControllerService/GetJobSecrets',
+            arroyo__rpc_dot_v1_dot_controller__pb2.GetJobSecretsRequest.SerializeToString,
+            arroyo__rpc_dot_v1_dot_controller__pb2.GetJobSecretsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -37,5 +37,6 @@ async def load_program(ctx: JobContext) -> None:
             domain=ErrorDomain.USER,
             retryable=False,
         ) from err
-    program = dataclasses.replace(program, parallelism=ctx.config.parallelism)
+    # Without its secrets' values: the worker asks for them (Controller.job_secrets).
+    program = dataclasses.replace(program, parallelism=ctx.config.parallelism, secrets={})
     ctx.program_json = program.to_json()

@@ -40,7 +40,7 @@ class Scheduling:
         node = await ctx.nodes.wait_for_slots(slots, ctx.settings.heartbeat_timeout_s)
         if node is None:
             raise StateError(f"no node has {slots} free task slots", code="no_slots")
-        client = NodeClient(node.address)
+        client = NodeClient(node.address, tls=ctx.tls)
         try:
             started = await client.start_worker(
                 node_pb2.StartWorkerRequest(
@@ -57,7 +57,7 @@ class Scheduling:
         address = await _registered(ctx)
         ctx.update(worker_address=address)
         ctx.last_heartbeat = time.monotonic()
-        worker = WorkerClient(address)
+        worker = WorkerClient(address, tls=ctx.tls)
         try:
             await worker.start_execution(
                 worker_pb2.StartExecutionRequest(
