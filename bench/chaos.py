@@ -53,7 +53,7 @@ def main() -> None:
         with (
             running_postgres_server() as postgres,
             KafkaBroker.start(root / "kafka") as broker,
-            running_cluster(root / "cluster", postgres.url) as cluster,
+            running_cluster(root / "cluster", postgres.url, tls=True) as cluster,
         ):
             say = lambda line: print(line, flush=True)  # noqa: E731
             chaos = Chaos(cluster, broker, postgres, pause_s=args.pause, say=say)

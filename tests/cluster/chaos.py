@@ -16,8 +16,8 @@ Recovery, per fault: the seconds from the fault (for the broker pause, from its 
 pause itself is the fault's length, not its recovery) until both
 (1) the component answers again: the api serves the job from the database (``api``,
     ``postgres``), the api validates a query through the compiler (``compiler``), the controller
-    answers ``/status`` and reports the job Running (``controller``), the node answers
-    ``/status`` and the job runs a new generation (``node``), the job runs a new generation
+    says it is ready on ``/status`` and the job is Running (``controller``), the node says it is
+    ready and the job runs a new generation (``node``), the job runs a new generation
     (``worker``); and
 (2) the pipeline has caught up: the watching read_committed consumer has seen the row of the
     window that was still being fed when the fault struck (its last events came after it), so
@@ -284,9 +284,13 @@ class Chaos:
                 not self.cluster.call("POST", "/pipelines/validate_query", body)["errors"]
             )
         if kind == "controller":
-            return lambda: bool(self.cluster.admin_status("controller")) and self._job_running()
+            return lambda: self._ready("controller") and self._job_running()
         # The node, and the job running again on it (its worker died with it).
-        return lambda: bool(self.cluster.admin_status(kind)) and self._job_running(generation)
+        return lambda: self._ready(kind) and self._job_running(generation)
+
+    def _ready(self, name: str) -> bool:
+        """The service's /status says it is ready (started, and its checks hold)."""
+        return bool(self.cluster.admin_status(name)["ready"])
 
     def _job_running(self, after_generation: int = -1) -> bool:
         job = self.cluster.job(self.pipeline_id)
@@ -305,15 +309,12 @@ class Chaos:
         return pid
 
     def _check_services(self) -> None:
-        """Every service answers /status (the api through the job's state), and the job runs."""
+        """Every service is running and says it is ready, and the job runs."""
         try:
-            for name in SERVICE_KINDS:
-                if name != "api":
-                    self.cluster.admin_status(name)
             self.report.job_state = str(self.cluster.job(self.pipeline_id)["state"])
             self.report.services_back = all(
                 p.poll() is None for p in self.cluster.processes.values()
-            )
+            ) and all(self._ready(name) for name in SERVICE_KINDS)
         except _PROBE_ERRORS as err:
             self.report.job_state = f"unknown ({err})"
 

@@ -1,6 +1,7 @@
 """Chaos, small: one fault of each kind (``tests.cluster.chaos``) at a Kafka -> tumble -> Kafka
-exactly-once pipeline on a cluster on PostgreSQL. Every service comes back, the job runs at the
-end, and a read_committed consumer of the sink sees every closed window exactly once.
+exactly-once pipeline on a cluster on PostgreSQL, its services on mutual TLS as ``arroyo
+cluster`` runs them. Every service comes back, the job runs at the end, and a read_committed
+consumer of the sink sees every closed window exactly once.
 ``bench/chaos.py`` runs the same at length and prints the recovery times."""
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def test_every_fault_once(
 ) -> None:
     faults = schedule(seed=32, faults=len(FAULT_KINDS), seconds=0)
     assert sorted(f.kind for f in faults) == sorted(FAULT_KINDS)
-    with running_cluster(tmp_path, postgres_server.url) as cluster:
+    with running_cluster(tmp_path, postgres_server.url, tls=True) as cluster:
         chaos = Chaos(cluster, kafka_broker, postgres_server, pause_s=5, deadline_s=60, say=print)
         report = chaos.run(faults, rate=100)
     print("\n".join(report.lines()))
