@@ -91,15 +91,17 @@ class PostgresStore(SqlStore):
         deadline = time.monotonic() + RECONNECT_S
         pause = 0.05
         while True:
-            conn = None
             try:
                 conn = await self._pool.acquire()
-                transaction = conn.transaction()
-                await transaction.start()
+                try:
+                    transaction = conn.transaction()
+                    await transaction.start()
+                except BaseException:
+                    # Cancelled too: the connection goes back, or the pool runs dry.
+                    await self._pool.release(conn)
+                    raise
                 return conn, transaction
             except _CONNECTION_ERRORS as err:
-                if conn is not None:
-                    await self._pool.release(conn)
                 # The pool's other connections went with the server: drop them all.
                 await self._pool.expire_connections()
                 if time.monotonic() > deadline:
