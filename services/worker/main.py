@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import ctypes
 import json
+import select
 import signal
 import sys
 from typing import TYPE_CHECKING
@@ -54,7 +55,8 @@ def main(config: Config, args: argparse.Namespace) -> int:
         # over a job (EOF: the node went).
         from arroyo.engine.warmup import run_sample
 
-        run_sample(spark)
+        if not _assignment_waiting():
+            run_sample(spark)
         line = sys.stdin.readline()
         if not line:
             return 0
@@ -62,6 +64,14 @@ def main(config: Config, args: argparse.Namespace) -> int:
         args.job_id, args.generation = assignment["job_id"], int(assignment["generation"])
     asyncio.run(_serve(config, args, spark))
     return 0
+
+
+def _assignment_waiting() -> bool:
+    """Whether the node has already handed over a job (or gone: EOF) while Spark started. Then
+    the job waits for no warm-up run: a worker started to replace a lost one is often assigned
+    before its session is up, and its warm-up run would be on the recovery's clock."""
+    readable, _, _ = select.select([sys.stdin], [], [], 0)
+    return bool(readable)
 
 
 async def _serve(config: Config, args: argparse.Namespace, spark: SparkSession) -> None:

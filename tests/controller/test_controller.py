@@ -90,9 +90,10 @@ async def test_list_nodes_gives_each_nodes_slots_most_free_first(tmp_path: Path)
             ControllerClient(str(running.grpc_address)) as client,
         ):
             assert not (await client.list_nodes(pb.ListNodesRequest())).nodes
-            for node_id, slots in (("a", 2), ("b", 4)):
+            # Each at an address of its own: a node at a taken one replaces the node there.
+            for node_id, slots, address in (("a", 2, "x:1"), ("b", 4, "x:2")):
                 await client.register_node(
-                    pb.RegisterNodeRequest(node_id=node_id, address="x:1", task_slots=slots)
+                    pb.RegisterNodeRequest(node_id=node_id, address=address, task_slots=slots)
                 )
             controller.nodes.assign("b", "worker-1", 3)
             listed = (await client.list_nodes(pb.ListNodesRequest())).nodes

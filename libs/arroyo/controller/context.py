@@ -169,9 +169,11 @@ class JobContext:
         worker_id, node_id = self.status.worker_id, self.status.node_id
         if worker_id is None or node_id is None:
             return
-        node = self.nodes.nodes.get(node_id) or await self.nodes.wait_for(
-            node_id, self.settings.heartbeat_timeout_s
-        )
+        # A node missing from the registry may be registering again (after a controller
+        # restart): wait for it, unless it was dropped as dead (its workers died with it).
+        node = self.nodes.nodes.get(node_id)
+        if node is None and node_id not in self.nodes.lost:
+            node = await self.nodes.wait_for(node_id, self.settings.heartbeat_timeout_s)
         self.nodes.release(worker_id)
         if node is None:
             return

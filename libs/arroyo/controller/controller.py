@@ -153,7 +153,7 @@ class Controller:
                 ):
                     continue
                 if ctx.status.node_id in lost_nodes:
-                    self._lose(ctx, f"node {ctx.status.node_id} stopped heartbeating")
+                    self._lose(ctx, f"node {ctx.status.node_id} is gone")
                 elif (
                     ctx.status.worker_address
                     and now - ctx.last_heartbeat > self.settings.heartbeat_timeout_s

@@ -28,17 +28,28 @@ class Node:
 
 
 class NodeRegistry:
-    """Live nodes. Nodes register and heartbeat; one silent past the timeout is dropped."""
+    """Live nodes. Nodes register and heartbeat; one silent past the timeout is dropped, and so
+    is one whose address a newly registered node took: two live processes cannot listen on one
+    address, so the old one is gone (a node restarted in place, with a new id), and its
+    workers with it. Dropped nodes are remembered in ``lost``, so that no one waits for them."""
 
     def __init__(self, heartbeat_timeout_s: float) -> None:
         self.timeout = heartbeat_timeout_s
         self.nodes: dict[str, Node] = {}
+        self.lost: set[str] = set()
+        self._replaced: list[Node] = []
         self._changed = asyncio.Condition()
 
     async def register(self, node_id: str, address: str, task_slots: int) -> None:
         node = self.nodes.get(node_id)
         if node is None:
+            for other in [n for n in self.nodes.values() if n.address == address]:
+                del self.nodes[other.node_id]
+                self.lost.add(other.node_id)
+                self._replaced.append(other)
+                log.warning("node_replaced", node_id=other.node_id, by=node_id, address=address)
             self.nodes[node_id] = Node(node_id, address, task_slots)
+            self.lost.discard(node_id)
             log.info("node_registered", node_id=node_id, address=address, slots=task_slots)
         else:
             node.address, node.task_slots = address, task_slots
@@ -54,13 +65,16 @@ class NodeRegistry:
         return node
 
     def expired(self) -> list[Node]:
-        """Remove and return the nodes whose heartbeats stopped."""
+        """Remove and return the nodes whose heartbeats stopped, and return those replaced by
+        a new node at their address since the last call."""
         now = time.monotonic()
         dead = [n for n in self.nodes.values() if now - n.last_heartbeat > self.timeout]
         for node in dead:
             del self.nodes[node.node_id]
+            self.lost.add(node.node_id)
             log.warning("node_lost", node_id=node.node_id)
-        return dead
+        replaced, self._replaced = self._replaced, []
+        return dead + replaced
 
     def assign(self, node_id: str, worker_id: str, slots: int) -> None:
         if node_id in self.nodes:

@@ -242,6 +242,8 @@ class KafkaBroker:
         ``timeout`` seconds. Does nothing when the broker is not running."""
         if self._process is None:
             return
+        if self._process.poll() is None:
+            self._process.send_signal(signal.SIGCONT)  # a paused broker would not hear SIGTERM
         processes.stop(self._process, timeout=timeout)
         self._process = None
 
@@ -254,6 +256,20 @@ class KafkaBroker:
             process.kill()
         process.wait()
         self._process = None
+
+    def pause(self) -> None:
+        """SIGSTOP: the broker hangs as in a long GC pause or a frozen machine; its sockets stay
+        open but nothing answers until ``resume()``."""
+        self._signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after ``pause()``."""
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, signum: int) -> None:
+        if self._process is None or self._process.poll() is not None:
+            raise KafkaBrokerError("the broker is not running")
+        self._process.send_signal(signum)
 
     def restart(self, timeout: float = START_TIMEOUT_S) -> None:
         """Start the broker again on the same ports and data (stopping it first if it runs);

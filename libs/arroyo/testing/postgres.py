@@ -71,10 +71,57 @@ def _version(bindir: str) -> tuple[int, ...]:
     return tuple(int(p) for p in name.split(".") if p.isdigit())
 
 
+@dataclass(frozen=True)
+class PostgresServer:
+    """A running throwaway PostgreSQL server (``running_postgres_server``): ``url`` is its test
+    database; ``restart()`` stops and starts the same cluster on the same port and data, as an
+    operator's restart does (every client's connections are cut)."""
+
+    url: str
+    bindir: Path
+    data: Path
+    run_as: _RunAs
+
+    @property
+    def log_path(self) -> Path:
+        return self.data.parent / "server.log"
+
+    def restart(self, mode: str = "fast") -> None:
+        """``pg_ctl restart -m mode``; returns once the server accepts connections again."""
+        self._pg_ctl("-m", mode, "restart")
+        asyncio.run(_wait_until_ready(self.url))
+
+    def stop(self, mode: str = "fast") -> None:
+        """``pg_ctl stop -m mode``: the server is down until ``start()``."""
+        self._pg_ctl("-m", mode, "stop")
+
+    def start(self) -> None:
+        """Start the stopped server; returns once it accepts connections."""
+        self._pg_ctl("start")
+        asyncio.run(_wait_until_ready(self.url))
+
+    def _pg_ctl(self, *args: str) -> None:
+        command = [str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.log_path)]
+        command += ["-w", "-t", str(int(START_TIMEOUT_S)), *args]
+        try:
+            _run(self.run_as, command, self.data.parent)
+        except PostgresUnavailableError as err:
+            raise PostgresUnavailableError(
+                f"{err}\nserver log:\n{processes.tail(self.log_path)}"
+            ) from err
+
+
 @contextmanager
 def running_postgres(bindir: Path | None = None) -> Iterator[str]:
     """Yield the URL of a database on a fresh PostgreSQL server; stop it and delete its files
     on exit."""
+    with running_postgres_server(bindir) as server:
+        yield server.url
+
+
+@contextmanager
+def running_postgres_server(bindir: Path | None = None) -> Iterator[PostgresServer]:
+    """``running_postgres``, yielding the server itself (to restart it)."""
     bindir = bindir or find_postgres_bin()
     run_as = _unprivileged_user()
     # Under /tmp rather than pytest's tmp_path: the path must be short (a Unix socket path is
@@ -108,30 +155,14 @@ def running_postgres(bindir: Path | None = None) -> Iterator[str]:
                 # A throwaway cluster: durability only costs time.
                 "fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n"
             )
-        log = root / "server.log"
+        base = f"postgresql://{SUPERUSER}@127.0.0.1:{port}"
+        server = PostgresServer(f"{base}/{DATABASE}", bindir, data, run_as)
+        # -w: pg_ctl itself polls until the server accepts connections, up to -t seconds.
+        server._pg_ctl("start")
         try:
-            # -w: pg_ctl itself polls until the server accepts connections, up to -t seconds.
-            _run(
-                run_as,
-                [
-                    str(bindir / "pg_ctl"),
-                    "-D",
-                    str(data),
-                    "-l",
-                    str(log),
-                    "-w",
-                    "-t",
-                    str(int(START_TIMEOUT_S)),
-                    "start",
-                ],
-                root,
-            )
-        except PostgresUnavailableError as err:
-            raise PostgresUnavailableError(f"{err}\nserver log:\n{processes.tail(log)}") from err
-        try:
-            base = f"postgresql://{SUPERUSER}@127.0.0.1:{port}"
             asyncio.run(_wait_until_ready(f"{base}/postgres"))
-            yield asyncio.run(create_database(f"{base}/postgres", DATABASE))
+            asyncio.run(create_database(f"{base}/postgres", DATABASE))
+            yield server
         finally:
             _run(run_as, [str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "stop"], root)
     finally:

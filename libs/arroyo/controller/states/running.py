@@ -14,7 +14,7 @@ from arroyo.controller.events import (
     WorkerFinished,
     WorkerLost,
 )
-from arroyo.store import JobState, StopMode
+from arroyo.store import JobState, StopMode, StoreError
 
 log = structlog.get_logger(__name__)
 
@@ -34,7 +34,15 @@ class Running:
         while True:
             event = await ctx.next_event(None)
             if isinstance(event, CheckpointCompleted):
-                await ctx.store.add_checkpoint(event.checkpoint)
+                try:
+                    await ctx.store.add_checkpoint(event.checkpoint)
+                except StoreError as err:
+                    # The record is for the user's eyes: the state is in the Spark checkpoint,
+                    # so a database that is away (restarting) costs a record, not the worker.
+                    if not err.retryable:
+                        raise
+                    log.warning("checkpoint_record_lost", job_id=ctx.job_id, error=str(err))
+                    continue
                 if ctx.status.restarts:
                     ctx.update(restarts=0)
                     await ctx.save()

@@ -1,0 +1,90 @@
+"""What the chaos run (tests/cluster/chaos.py) found in the controller, pinned: a node restarted
+in place (a new id at the old one's address) replaces the old one at once, rather than after the
+heartbeat timeout, and nothing waits for a node known to be gone (a killed node cost two
+heartbeat timeouts); a checkpoint record the database cannot take does not restart a healthy
+job."""
+
+from __future__ import annotations
+
+import time
+from typing import Any, cast
+
+from arroyo.config import ControllerConfig
+from arroyo.controller.context import JobContext
+from arroyo.controller.events import CheckpointCompleted, TaskFinished
+from arroyo.controller.nodes import NodeRegistry
+from arroyo.controller.states.running import Running
+from arroyo.store import (
+    Checkpoint,
+    JobConfig,
+    JobId,
+    JobState,
+    JobStatus,
+    PipelineId,
+    StopMode,
+    Store,
+    StoreError,
+)
+
+
+async def test_a_node_at_a_taken_address_replaces_the_old_one() -> None:
+    registry = NodeRegistry(heartbeat_timeout_s=60)
+    await registry.register("node_a", "127.0.0.1:5118", 4)
+    await registry.register("node_b", "127.0.0.1:5119", 4)
+    assert registry.expired() == []
+
+    await registry.register("node_c", "127.0.0.1:5118", 4)  # node_a restarted in place
+    assert set(registry.nodes) == {"node_b", "node_c"}
+    assert [n.node_id for n in registry.expired()] == ["node_a"]
+    assert registry.expired() == []  # reported once
+    assert registry.lost == {"node_a"}
+
+    # A node that comes back under its old id is live again.
+    await registry.register("node_a", "127.0.0.1:5120", 4)
+    assert "node_a" in registry.nodes and "node_a" not in registry.lost
+
+
+async def test_killing_a_worker_on_a_lost_node_does_not_wait_for_the_node() -> None:
+    settings = ControllerConfig(heartbeat_timeout_s=30)
+    registry = NodeRegistry(settings.heartbeat_timeout_s)
+    await registry.register("node_a", "127.0.0.1:5118", 4)
+    registry.assign("node_a", "worker_1", 1)
+    await registry.register("node_b", "127.0.0.1:5118", 4)
+    registry.expired()
+    ctx = context(registry, settings, cast(Store, cast(Any, None)))
+    started = time.monotonic()
+    await ctx.kill_worker()
+    assert time.monotonic() - started < 1
+
+
+def context(registry: NodeRegistry, settings: ControllerConfig, store: Store) -> JobContext:
+    status = JobStatus(
+        JobState.RUNNING, 1, 0, 0, 0, None, None, "worker_1", "127.0.0.1:1", "node_a", None,
+        None, 0,
+    )  # fmt: skip
+    job_config = JobConfig(StopMode.NONE, 1, 0, 0, False, False)
+    return JobContext(
+        JobId("job_1"), PipelineId("pl_1"), job_config, status, store, registry, settings, "/x"
+    )
+
+
+class _DatabaseAway:
+    """A store whose database is away: every checkpoint record fails, retryably."""
+
+    def __init__(self) -> None:
+        self.attempts = 0
+
+    async def add_checkpoint(self, checkpoint: Checkpoint) -> None:
+        self.attempts += 1
+        raise StoreError("PostgreSQL: [Errno 104] Connection reset by peer")
+
+
+async def test_a_checkpoint_record_the_database_cannot_take_keeps_the_job_running() -> None:
+    settings = ControllerConfig()
+    store = _DatabaseAway()
+    ctx = context(NodeRegistry(60), settings, cast(Store, cast(Any, store)))
+    record = Checkpoint(JobId("job_1"), "q", 3, 1, None, "{}", 0, 0, 0, 0, 0)
+    ctx.events.put_nowait(CheckpointCompleted(record))
+    ctx.events.put_nowait(TaskFinished())
+    assert await Running().next(ctx) is JobState.FINISHING
+    assert store.attempts == 1
