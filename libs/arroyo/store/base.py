@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from arroyo.store.api_keys import ApiKeyQueries
 from arroyo.store.connection_tables import ConnectionTableQueries
 from arroyo.store.errors import Conflict, NotFound, StoreError
+from arroyo.store.leases import LeaseQueries
 from arroyo.store.migrations import LATEST_VERSION, MIGRATIONS, SCHEMA_VERSION_TABLE, Dialect
 from arroyo.store.model import (
     Checkpoint,
@@ -103,7 +104,7 @@ def _check_limit(limit: int) -> None:
         raise ValueError(f"limit must be >= 0, got {limit}")
 
 
-class SqlStore(ConnectionTableQueries, UdfQueries, ApiKeyQueries, abc.ABC):
+class SqlStore(ConnectionTableQueries, UdfQueries, ApiKeyQueries, LeaseQueries, abc.ABC):
     """``model.Store`` over any SQL engine; see that Protocol for the contract of each method."""
 
     dialect: Dialect
