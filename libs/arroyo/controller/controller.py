@@ -8,7 +8,10 @@ refused, so a worker the controller gave up on cannot move its job.
 
 A controller restart loses nothing: job states are in the database, a running worker keeps
 heartbeating (retrying until the new controller answers) and is adopted by the driver that
-resumes in Running, and nodes re-register when their heartbeat is not recognised.
+resumes in Running, and nodes re-register when their heartbeat is not recognised (their slots
+that adopted jobs hold are counted taken again then). A standby that takes over the lease
+(``arroyo.controller.lease``) is a restarted controller in this sense: it starts from the
+database alone.
 """
 
 from __future__ import annotations
@@ -167,6 +170,13 @@ class Controller:
     # nodes
 
     async def register_node(self, request: pb.RegisterNodeRequest) -> None:
+        """A node (re)registers. Its slots that jobs' workers hold are counted taken again: a
+        controller that took over, or restarted, learns of them only from the jobs' records,
+        and would otherwise place new work on slots that are busy."""
+        for driver in self.drivers.values():
+            status = driver.ctx.status
+            if status.node_id == request.node_id and status.worker_id and not status.state.terminal:
+                self.nodes.held(request.node_id, status.worker_id, driver.ctx.config.parallelism)
         await self.nodes.register(request.node_id, request.address, request.task_slots)
 
     def heartbeat_node(self, request: pb.HeartbeatNodeRequest) -> bool:
