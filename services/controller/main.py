@@ -10,7 +10,7 @@ import contextlib
 
 from arroyo.config import Config
 from arroyo.controller import Controller
-from arroyo.controller.lease import ControllerLease
+from arroyo.controller.lease import ControllerLease, holder_id
 from arroyo.service import Listen, RunningService, serve, store_ready
 from arroyo.store import Store, open_store
 from arroyo.store.secrets import secret_box
@@ -28,7 +28,9 @@ async def _serve(config: Config) -> int:
     store: Store = await open_store(config.database_url(), secrets=secret_box(config))
     await store.migrate()
     controller = Controller(config, store, tls=load_identity(config))
-    lease = ControllerLease(store, config.controller.lease_ttl_s)
+    lease = ControllerLease(
+        store, config.controller.lease_ttl_s, holder=holder_id(config.controller.port)
+    )
     keeping: list[asyncio.Task[None]] = []
 
     async def standby(running: RunningService) -> None:

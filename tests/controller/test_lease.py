@@ -5,10 +5,11 @@ take over."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 
-from arroyo.controller.lease import LEASE_NAME, ControllerLease
+from arroyo.controller.lease import LEASE_NAME, ControllerLease, holder_id
 from arroyo.store import open_store
 
 
@@ -47,5 +48,29 @@ async def test_standby_takes_over_when_the_holder_stops_renewing(tmp_path: Path)
         assert (await asyncio.wait_for(third.acquire(), 2)).term == 3
         current = await store.get_lease(LEASE_NAME)
         assert current is not None and current.holder == third.holder
+    finally:
+        await store.close()
+
+
+async def test_a_controller_started_again_in_place_takes_its_lease_back_at_once(
+    tmp_path: Path,
+) -> None:
+    store = await open_store(f"sqlite:///{tmp_path / 'arroyo.db'}")
+    await store.migrate()
+    try:
+        assert holder_id(5116).endswith(":5116") and holder_id() != holder_id()
+        killed = ControllerLease(store, 60.0, holder=holder_id(5116))
+        first = await killed.acquire()
+        # Not released (killed -9): the same name takes it back without waiting 60 s.
+        again = ControllerLease(store, 60.0, holder=holder_id(5116))
+        taken = await asyncio.wait_for(again.acquire(), 2)
+        assert taken.term == first.term
+        # Another name waits.
+        elsewhere = asyncio.create_task(ControllerLease(store, 60.0).acquire())
+        await asyncio.sleep(0.5)
+        assert not elsewhere.done()
+        elsewhere.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await elsewhere
     finally:
         await store.close()

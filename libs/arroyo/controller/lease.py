@@ -1,13 +1,16 @@
 """One active controller: the one holding the lease ``controller`` in the database.
 
 What holds. Several controllers may run against one database; at most one acts (drives jobs,
-answers workers and nodes) at a time. Each process takes the lease under an id of its own
-(``host:pid:random``), so a restarted controller is a new holder too. A controller without it
-is a standby: it does not bind its gRPC port (its peers dial every controller's address and
-reach the one that listens, ``arroyo.rpc.channel``), its ``/status`` says ``standby`` (503),
-and it tries to take the lease every ``lease_ttl_s / 4``. The active one renews the lease as
-often. The database's clock decides when a lease has ended (``arroyo.store.leases``), so the
-controllers' clocks need not agree.
+answers workers and nodes) at a time. A controller holds the lease under its name
+(``holder_id``): ``host:port`` when its gRPC port is fixed, so one killed and started again in
+place takes its own lease back at once instead of waiting out its time (two processes on one
+host cannot both bind that port, and a holder binds it before it acts: the second of two
+with one name fails to start); ``host:pid:random`` on a port picked at start. A controller
+without it is a standby: it does not bind its gRPC port (its peers dial every controller's
+address and reach the one that listens, ``arroyo.rpc.channel``), its ``/status`` says
+``standby`` (503), and it tries to take the lease every ``lease_ttl_s / 4``. The active one
+renews the lease as often. The database's clock decides when a lease has ended
+(``arroyo.store.leases``), so the controllers' clocks need not agree.
 
 The holder's own count. A holder cannot learn from the database that its time ran out: the
 database may be what it cannot reach. So it keeps a deadline of its own on its monotonic clock,
@@ -47,8 +50,10 @@ LEASE_NAME = "controller"
 _OWN_SHARE = 0.8
 
 
-def holder_id() -> str:
-    """This process's name as a holder: unique per process, readable in the database."""
+def holder_id(port: int = 0) -> str:
+    """The name this process holds the lease under (see the module)."""
+    if port:
+        return f"{socket.gethostname()}:{port}"
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
 
 
