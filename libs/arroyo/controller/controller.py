@@ -113,6 +113,11 @@ class Controller:
                 )
                 driver = JobDriver(ctx)
                 self.drivers[job.id] = driver
+                status = job.status
+                if status.node_id and status.worker_id and not status.state.terminal:
+                    # A worker this controller did not start (it took over, or restarted)
+                    # holds slots on its node.
+                    self.nodes.held(status.node_id, status.worker_id, job.config.parallelism)
                 driver.start()
                 log.info("job_adopted", job_id=job.id, state=str(job.status.state))
             elif driver.ctx.config != job.config:
