@@ -13,7 +13,7 @@ import http.client
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,19 +31,13 @@ LEASE_TTL_S = 4.0
 TAKEOVER_BOUND_S = 15.0
 
 
-def replicas(cluster: Cluster, kind: str, names: list[str], **shared: str) -> dict[str, int]:
-    """Start ``names`` as replicas of ``kind``, each on gRPC and admin ports of its own;
-    returns each one's gRPC port."""
-    ports = {}
-    for name in names:
-        ports[name] = free_port()
-        env = {
-            f"ARROYO__{kind.upper()}__PORT": str(ports[name]),
-            f"ARROYO__{kind.upper()}__ADMIN_PORT": str(free_port()),
-            **shared,
-        }
-        cluster.start(name, [kind], env=env)
-    return ports
+def replica(cluster: Cluster, name: str, kind: str, port: int | None = None) -> None:
+    """Start ``name``, a replica of ``kind``, with an admin port of its own and, given one, a
+    gRPC port (the apis share the cluster's one port)."""
+    env = {f"ARROYO__{kind.upper()}__ADMIN_PORT": str(free_port())}
+    if port is not None:
+        env[f"ARROYO__{kind.upper()}__PORT"] = str(port)
+    cluster.start(name, [kind], env=env)
 
 
 def retried(call: Callable[[], Any], attempts: int = 5) -> tuple[Any, int]:
@@ -59,7 +53,7 @@ def retried(call: Callable[[], Any], attempts: int = 5) -> tuple[Any, int]:
 
 
 @pytest.fixture
-def scaled(tmp_path: Path, postgres_url: str) -> Any:
+def scaled(tmp_path: Path, postgres_url: str) -> Iterator[Cluster]:
     cluster = Cluster(tmp_path, fresh_postgres_database(postgres_url))
     compilers = {"compiler-a": free_port(), "compiler-b": free_port()}
     controllers = {"controller-a": free_port(), "controller-b": free_port()}
@@ -76,24 +70,15 @@ def scaled(tmp_path: Path, postgres_url: str) -> Any:
     )
     cluster.use_tls()
     try:
-        for name, port in controllers.items():
-            env = {"ARROYO__CONTROLLER__PORT": str(port)}
-            cluster.start(
-                name,
-                ["controller"],
-                env={**env, "ARROYO__CONTROLLER__ADMIN_PORT": str(free_port())},
-            )
-            if name == "controller-a":  # the first holds the lease; the second waits
-                cluster.wait_ready(name)
+        replica(cluster, "controller-a", "controller", controllers["controller-a"])
+        cluster.wait_ready("controller-a")  # it holds the lease: the second one waits
+        replica(cluster, "controller-b", "controller", controllers["controller-b"])
         for name, port in compilers.items():
-            env = {
-                "ARROYO__COMPILER__PORT": str(port),
-                "ARROYO__COMPILER__ADMIN_PORT": str(free_port()),
-            }
-            cluster.start(name, ["compiler"], env=env)
-        replicas(cluster, "node", ["node-a", "node-b", "node-c"])
+            replica(cluster, name, "compiler", port)
+        for name in ("node-a", "node-b", "node-c"):
+            replica(cluster, name, "node", free_port())
         for name in ("api-a", "api-b"):
-            cluster.start(name, ["api"], env={"ARROYO__API__ADMIN_PORT": str(free_port())})
+            replica(cluster, name, "api")
         for name in ("compiler-a", "compiler-b", "node-a", "node-b", "node-c", "api-a", "api-b"):
             cluster.wait_ready(name)
         yield cluster
