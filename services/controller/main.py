@@ -43,6 +43,9 @@ async def _serve(config: Config) -> int:
             running.request_stop("lease lost")
 
         keeping.append(asyncio.create_task(lease.keep(lost), name="lease"))
+        # Only now, with the port bound: two controllers under one name (one host, one port)
+        # cannot both get here. A report that arrives before this adopts the jobs is refused
+        # as for an unknown job; a worker's heartbeat simply comes again.
         await controller.start()
 
     async def shutdown() -> None:
