@@ -34,7 +34,7 @@ async def _serve(config: Config) -> int:
     keeping: list[asyncio.Task[None]] = []
 
     async def standby(running: RunningService) -> None:
-        await lease.acquire()
+        controller.fence = await lease.acquire()
 
     async def startup(running: RunningService) -> None:
         async def lost(reason: str) -> None:

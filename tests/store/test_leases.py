@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 
 import pytest
 
-from arroyo.store import Store, open_store
-from tests.store.test_store import database_url, opened
+from arroyo.store import JobState, Store, open_store
+from tests.store.test_store import code_of, create, database_url, job_id, opened
 
 __all__ = ["database_url"]
 
@@ -82,3 +83,31 @@ async def test_a_lease_needs_time(database_url: str) -> None:
     async with opened(database_url) as store:
         with pytest.raises(ValueError):
             await store.acquire_lease("controller", "a", 0)
+
+
+async def test_status_writes_fenced_by_a_lease_stop_when_it_is_lost(database_url: str) -> None:
+    async with opened(database_url) as store:
+        job = await create(store, 1)
+        running = replace(job.status, state=JobState.RUNNING)
+        held = await store.acquire_lease("controller", "a", 200_000)
+        assert held is not None
+        await store.update_job_status(job_id(1), running, fence=held)
+        # Renewed: the same tenure, still good.
+        assert await store.acquire_lease("controller", "a", 200_000) is not None
+        await store.update_job_status(job_id(1), running, fence=held)
+        # Ended (by the database's clock), then taken: the old holder writes nothing.
+        await asyncio.sleep(0.3)
+        failed = replace(running, state=JobState.FAILED)
+        assert await code_of(store.update_job_status(job_id(1), failed, fence=held)) == (
+            "lease_lost"
+        )
+        taken = await store.acquire_lease("controller", "b", 60 * SECOND)
+        assert taken is not None
+        assert await code_of(store.update_job_status(job_id(1), failed, fence=held)) == (
+            "lease_lost"
+        )
+        stored = await store.get_job(job_id(1))
+        assert stored is not None and stored.status == running
+        await store.update_job_status(job_id(1), failed, fence=taken)
+        missing = store.update_job_status(job_id(2), failed, fence=taken)
+        assert await code_of(missing) == "not_found"

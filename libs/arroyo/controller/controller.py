@@ -33,7 +33,7 @@ from arroyo.controller.history import MetricsHistory
 from arroyo.controller.nodes import NodeRegistry
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.program.spec import PipelineProgram
-from arroyo.store import JobId, JobState, Store
+from arroyo.store import JobId, JobState, Lease, Store
 from arroyo.tls import TlsIdentity
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import controller_pb2 as pb
@@ -83,6 +83,9 @@ class Controller:
         self._poke = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self.state_root = config.checkpoint_url or str(config.data_dir / "checkpoints")
+        # The lease this controller acts under, set before ``start``: its drivers' status
+        # writes are fenced by it (None: unfenced, as in tests that run no lease).
+        self.fence: Lease | None = None
 
     async def start(self) -> None:
         await self.sync()
@@ -109,7 +112,13 @@ class Controller:
             driver = self.drivers.get(job.id)
             if driver is None:
                 ctx = JobContext.of(
-                    job, self.store, self.nodes, self.settings, self.state_root, tls=self.tls
+                    job,
+                    self.store,
+                    self.nodes,
+                    self.settings,
+                    self.state_root,
+                    tls=self.tls,
+                    fence=self.fence,
                 )
                 driver = JobDriver(ctx)
                 self.drivers[job.id] = driver

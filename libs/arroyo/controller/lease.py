@@ -20,8 +20,14 @@ finds the lease taken, it has lost: ``keep`` calls ``on_lost`` once, and the con
 its job drivers at once and its process exits (exit code 1: a supervisor starts it again, as a
 standby). A standby can take the lease only after the database's deadline, so two controllers
 never act at once as long as the holder's process is not paused past its own deadline (a
-stopped VM, SIGSTOP) with a renewal already sent: that window is the one this design does not
-close (fencing every write with the term would).
+stopped VM, SIGSTOP). For that case, the jobs' statuses are fenced: a driver writes its job's
+status only in a statement that checks, by the database's clock, that this lease (holder and
+term) still holds (``Store.update_job_status``'s ``fence``); a refused write stops the driver.
+What is not fenced: a paused holder that wakes can still make the calls a state makes before
+its next status write (a node's ``StartWorker``, a worker's ``StopExecution``) and record
+checkpoints and job errors, until its own deadline check, at most ``lease_ttl_s / 4`` later,
+stops it; a worker it started is of a generation the new controller does not know, and is
+refused.
 
 A controller that stops gracefully (SIGTERM) releases the lease after its drivers stopped, so
 a standby takes over at its next attempt rather than after the lease's time; one killed -9

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from arroyo.store.errors import Conflict, DatabaseUrlError, NotFound, StoreError
+from arroyo.store.errors import Conflict, DatabaseUrlError, LeaseLost, NotFound, StoreError
 from arroyo.store.model import (
     ApiKey,
     ApiKeyId,
@@ -44,6 +44,7 @@ __all__ = [
     "JobState",
     "JobStatus",
     "Lease",
+    "LeaseLost",
     "NotFound",
     "Pipeline",
     "PipelineId",

@@ -34,7 +34,8 @@ class LeaseQueries(abc.ABC):
         now = self.dialect.now_micros
         async with self._transaction(write=True) as tx:
             # The first taker makes the row, already ended, so the update below is the one
-            # path for every taker: a first start and a take-over are the same statement.
+            # path for every taker: a first start and a take-over are the same statement. It
+            # reads the clock once (``clock``): every time it writes is the same instant.
             await tx.execute(
                 f"INSERT INTO leases ({_COLUMNS}) VALUES ($1, '', 0, 0, 0, 0) "
                 "ON CONFLICT (name) DO NOTHING",
@@ -43,12 +44,14 @@ class LeaseQueries(abc.ABC):
             await tx.execute(
                 f"""
                 UPDATE leases SET
-                    term = CASE WHEN holder = $2 THEN term ELSE term + 1 END,
-                    acquired_at = CASE WHEN holder = $2 THEN acquired_at ELSE {now} END,
+                    term = CASE WHEN leases.holder = $2 THEN leases.term ELSE leases.term + 1 END,
+                    acquired_at = CASE
+                        WHEN leases.holder = $2 THEN leases.acquired_at ELSE clock.t END,
                     holder = $2,
-                    renewed_at = {now},
-                    expires_at = {now} + $3
-                WHERE name = $1 AND (holder = $2 OR expires_at <= {now})
+                    renewed_at = clock.t,
+                    expires_at = clock.t + $3
+                FROM (SELECT {now} AS t) AS clock
+                WHERE leases.name = $1 AND (leases.holder = $2 OR leases.expires_at <= clock.t)
                 """,
                 name,
                 holder,

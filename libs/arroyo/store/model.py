@@ -276,8 +276,13 @@ class Store(Protocol):
         ...
 
     # the controller
-    async def update_job_status(self, job_id: JobId, status: JobStatus) -> None:
-        """Replace the job's status (the controller owns it)."""
+    async def update_job_status(
+        self, job_id: JobId, status: JobStatus, *, fence: Lease | None = None
+    ) -> None:
+        """Replace the job's status (the controller owns it). With ``fence``, only while that
+        lease is held as it says (name, holder, term) and has not ended by the database's
+        clock; else ``LeaseLost``, and nothing changed: a controller that lost its lease
+        cannot write over the statuses of the one that took it."""
         ...
 
     async def add_checkpoint(self, checkpoint: Checkpoint) -> None:
