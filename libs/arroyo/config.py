@@ -46,7 +46,8 @@ class ServiceAddress(_Section):
 
     bind_host: str = "127.0.0.1"
     port: int = 0
-    # host:port others dial; default bind_host:port
+    # host:port others dial; default bind_host:port. Replicas (compilers, a controller and
+    # its standby): ip:port,ip:port, or one DNS name of them all (arroyo.rpc.channel).
     address: str | None = None
     admin_port: int = 0
 
@@ -80,6 +81,10 @@ class ApiConfig(ServiceAddress):
     https: bool | None = None
     https_cert_file: Path | None = None
     https_key_file: Path | None = None
+    # Replicas on one machine behind one address: each api binds `port` with SO_REUSEPORT
+    # and the kernel spreads connections over them. Every replica must set it (and an
+    # admin_port of its own); without it a second api on the port fails to start.
+    reuse_port: bool = False
 
 
 class ControllerConfig(ServiceAddress):
@@ -100,6 +105,11 @@ class ControllerConfig(ServiceAddress):
     # kept, in buckets of how many seconds (arroyo.controller.history).
     metrics_retention_s: float = Field(default=3600.0, gt=0)
     metrics_bucket_s: float = Field(default=5.0, gt=0)
+    # One controller acts at a time: the one holding the lease in the database
+    # (arroyo.controller.lease). It renews it every lease_ttl_s / 4 and stops acting when
+    # it could not for lease_ttl_s; a standby takes it over within about
+    # 1.25 * lease_ttl_s of the last renewal.
+    lease_ttl_s: float = Field(default=10.0, gt=0)
 
 
 class CompilerConfig(ServiceAddress):

@@ -1,6 +1,14 @@
 """``arroyo api``: the REST API and the web UI on ``config.api.port``, over HTTPS or HTTP
 (``arroyo.api.https``); its channels to the compiler and controller are mutual TLS with
-``config.tls``."""
+``config.tls``.
+
+The api keeps nothing between requests but caches (the key ring's, readiness's "seen ready"):
+what it knows is in the database. So replicas need nothing from each other: with
+``api.reuse_port`` they share one port on a machine (``SO_REUSEPORT``: the kernel hands each
+new connection to one of them), each with an admin port of its own (that port is never
+shared: a probe must know which replica it asks). A replica that dies takes its connections
+and their requests in flight with it; a client's retry is a new connection, to a replica that
+lives. Across machines, a load balancer does the same with each replica's ``/status``."""
 
 from __future__ import annotations
 
@@ -64,7 +72,13 @@ async def _serve(config: Config) -> None:
 
     async def startup(running: RunningService) -> None:
         await runner.setup()
-        await web.TCPSite(runner, config.api.bind_host, config.api.port, ssl_context=https).start()
+        await web.TCPSite(
+            runner,
+            config.api.bind_host,
+            config.api.port,
+            ssl_context=https,
+            reuse_port=config.api.reuse_port or None,
+        ).start()
 
     async def shutdown() -> None:
         await runner.cleanup()

@@ -389,3 +389,37 @@ async def _call_unimplemented(address: str) -> RpcError:
         with pytest.raises(RpcError) as caught:
             await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
         return caught.value
+
+
+async def test_a_standby_answers_503_and_binds_no_grpc_port_until_its_turn() -> None:
+    turn = asyncio.Event()
+    seen: dict[str, object] = {}
+
+    async def standby(running: RunningService) -> None:
+        status, _, text = await get(f"http://127.0.0.1:{running.admin_port}/status")
+        seen.update(status=status, state=json.loads(text)["state"], grpc=running.grpc_port)
+        await turn.wait()
+
+    starting = asyncio.create_task(
+        start(
+            "standby-probe",
+            Config(),
+            listen=Listen(),
+            register=registering(idle_worker()),
+            standby=standby,
+        )
+    )
+
+    async def looked() -> bool:
+        return bool(seen)
+
+    await eventually("the standby's status", looked, WAIT_S)
+    assert seen == {"status": 503, "state": "standby", "grpc": None}
+    turn.set()
+    running = await starting
+    try:
+        assert running.state == "serving" and running.grpc_port
+        async with WorkerClient(running.grpc_address) as client:
+            await client.get_worker_phase(worker_pb2.GetWorkerPhaseRequest())
+    finally:
+        await running.stop(grace_s=0)

@@ -15,7 +15,7 @@ from arroyo.controller.events import JobEvent
 from arroyo.controller.nodes import NodeRegistry
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.rpc import NodeClient, RpcError, WorkerClient
-from arroyo.store import Job, JobConfig, JobId, JobStatus, PipelineId, StopMode, Store
+from arroyo.store import Job, JobConfig, JobId, JobStatus, Lease, PipelineId, StopMode, Store
 from arroyo.tls import TlsIdentity
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import node_pb2
@@ -76,6 +76,8 @@ class JobContext:
     failure: StateError | None = None
     # What channels to nodes and workers show (mutual TLS); None: plaintext.
     tls: TlsIdentity | None = None
+    # The controller's lease: every status write is fenced by it (Store.update_job_status).
+    fence: Lease | None = None
 
     @classmethod
     def of(
@@ -87,6 +89,7 @@ class JobContext:
         state_root: str,
         *,
         tls: TlsIdentity | None = None,
+        fence: Lease | None = None,
     ) -> JobContext:
         return cls(
             job.id,
@@ -98,6 +101,7 @@ class JobContext:
             settings,
             state_root,
             tls=tls,
+            fence=fence,
         )
 
     # status
@@ -106,7 +110,7 @@ class JobContext:
         self.status = dataclasses.replace(self.status, updated_at=now_micros(), **changes)  # type: ignore[arg-type]
 
     async def save(self) -> None:
-        await self.store.update_job_status(self.job_id, self.status)
+        await self.store.update_job_status(self.job_id, self.status, fence=self.fence)
 
     def state_dir(self) -> str:
         """Where this job's checkpoints live for its current run (``ignore_state`` bumps it)."""

@@ -8,7 +8,10 @@ refused, so a worker the controller gave up on cannot move its job.
 
 A controller restart loses nothing: job states are in the database, a running worker keeps
 heartbeating (retrying until the new controller answers) and is adopted by the driver that
-resumes in Running, and nodes re-register when their heartbeat is not recognised.
+resumes in Running, and nodes re-register when their heartbeat is not recognised (their slots
+that adopted jobs hold are counted taken again then). A standby that takes over the lease
+(``arroyo.controller.lease``) is a restarted controller in this sense: it starts from the
+database alone.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from arroyo.controller.history import MetricsHistory
 from arroyo.controller.nodes import NodeRegistry
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.program.spec import PipelineProgram
-from arroyo.store import JobId, JobState, Store
+from arroyo.store import JobId, JobState, Lease, Store
 from arroyo.tls import TlsIdentity
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import controller_pb2 as pb
@@ -80,6 +83,9 @@ class Controller:
         self._poke = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self.state_root = config.checkpoint_url or str(config.data_dir / "checkpoints")
+        # The lease this controller acts under, set before ``start``: its drivers' status
+        # writes are fenced by it (None: unfenced, as in tests that run no lease).
+        self.fence: Lease | None = None
 
     async def start(self) -> None:
         await self.sync()
@@ -106,10 +112,21 @@ class Controller:
             driver = self.drivers.get(job.id)
             if driver is None:
                 ctx = JobContext.of(
-                    job, self.store, self.nodes, self.settings, self.state_root, tls=self.tls
+                    job,
+                    self.store,
+                    self.nodes,
+                    self.settings,
+                    self.state_root,
+                    tls=self.tls,
+                    fence=self.fence,
                 )
                 driver = JobDriver(ctx)
                 self.drivers[job.id] = driver
+                status = job.status
+                if status.node_id and status.worker_id and not status.state.terminal:
+                    # A worker this controller did not start (it took over, or restarted)
+                    # holds slots on its node.
+                    self.nodes.held(status.node_id, status.worker_id, job.config.parallelism)
                 driver.start()
                 log.info("job_adopted", job_id=job.id, state=str(job.status.state))
             elif driver.ctx.config != job.config:
@@ -167,6 +184,13 @@ class Controller:
     # nodes
 
     async def register_node(self, request: pb.RegisterNodeRequest) -> None:
+        """A node (re)registers. Its slots that jobs' workers hold are counted taken again: a
+        controller that took over, or restarted, learns of them only from the jobs' records,
+        and would otherwise place new work on slots that are busy."""
+        for driver in self.drivers.values():
+            status = driver.ctx.status
+            if status.node_id == request.node_id and status.worker_id and not status.state.terminal:
+                self.nodes.held(request.node_id, status.worker_id, driver.ctx.config.parallelism)
         await self.nodes.register(request.node_id, request.address, request.task_slots)
 
     def heartbeat_node(self, request: pb.HeartbeatNodeRequest) -> bool:

@@ -17,7 +17,7 @@ from arroyo.controller.context import JobContext, StateError
 from arroyo.controller.states import STATES
 from arroyo.controller.transitions import allowed
 from arroyo.errors import ErrorDomain
-from arroyo.store import JobState
+from arroyo.store import JobState, LeaseLost
 
 log = structlog.get_logger(__name__)
 
@@ -38,6 +38,14 @@ class JobDriver:
             await asyncio.gather(self.task, return_exceptions=True)
 
     async def run(self) -> None:
+        """Drive the job until cancelled, or until a write of its status is fenced off (the
+        controller lost its lease: ``arroyo.controller.lease``), when it stops at once."""
+        try:
+            await self._drive()
+        except LeaseLost as err:
+            log.error("job_driver_fenced", job_id=self.ctx.job_id, error=err.message)
+
+    async def _drive(self) -> None:
         ctx = self.ctx
         while True:
             current = ctx.status.state
@@ -45,7 +53,7 @@ class JobDriver:
                 following = await STATES[current].next(ctx)
             except StateError as err:
                 following = await self._failed(current, err)
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, LeaseLost):
                 raise
             except Exception as err:
                 log.exception("state_crashed", job_id=ctx.job_id, state=str(current))

@@ -38,6 +38,8 @@ class NodeRegistry:
         self.nodes: dict[str, Node] = {}
         self.lost: set[str] = set()
         self._replaced: list[Node] = []
+        # Slots workers hold on nodes not registered yet (a controller that took over).
+        self._held: dict[str, dict[str, int]] = {}
         self._changed = asyncio.Condition()
 
     async def register(self, node_id: str, address: str, task_slots: int) -> None:
@@ -48,7 +50,9 @@ class NodeRegistry:
                 self.lost.add(other.node_id)
                 self._replaced.append(other)
                 log.warning("node_replaced", node_id=other.node_id, by=node_id, address=address)
-            self.nodes[node_id] = Node(node_id, address, task_slots)
+            node = Node(node_id, address, task_slots)
+            node.assigned.update(self._held.pop(node_id, {}))
+            self.nodes[node_id] = node
             self.lost.discard(node_id)
             log.info("node_registered", node_id=node_id, address=address, slots=task_slots)
         else:
@@ -80,23 +84,38 @@ class NodeRegistry:
         if node_id in self.nodes:
             self.nodes[node_id].assigned[worker_id] = slots
 
+    def held(self, node_id: str, worker_id: str, slots: int) -> None:
+        """``worker_id`` holds ``slots`` on ``node_id``, registered or about to register."""
+        if node_id in self.nodes:
+            self.assign(node_id, worker_id, slots)
+        else:
+            self._held.setdefault(node_id, {})[worker_id] = slots
+
     def release(self, worker_id: str) -> None:
         for node in self.nodes.values():
             node.assigned.pop(worker_id, None)
+        for held in self._held.values():
+            held.pop(worker_id, None)
 
-    async def wait_for_slots(self, slots: int, timeout: float) -> Node | None:
-        """The node with the most free slots that has ``slots`` free, waiting for one to come."""
+    async def claim_slots(self, slots: int, claimant: str, timeout: float) -> Node | None:
+        """Spread placement: the node with the most free slots that has ``slots`` free (ties
+        to the lowest node id), waiting for one to come. Its slots are taken at once under
+        ``claimant`` (release them, or ``assign`` them to the worker started there), so jobs
+        scheduled at the same moment go to different nodes rather than all to the freest."""
 
         def pick() -> Node | None:
             fits = [n for n in self.nodes.values() if n.free_slots >= slots]
-            return max(fits, key=lambda n: n.free_slots, default=None)
+            return min(fits, key=lambda n: (-n.free_slots, n.node_id), default=None)
 
         async with self._changed:
             try:
                 await asyncio.wait_for(self._changed.wait_for(pick), timeout)
             except TimeoutError:
                 return None
-            return pick()
+            node = pick()
+            assert node is not None
+            node.assigned[claimant] = slots
+            return node
 
     async def wait_for(self, node_id: str, timeout: float) -> Node | None:
         """The node once it is registered (after a controller restart it registers again)."""

@@ -12,11 +12,24 @@ identity's CA signed, and checks the server's name (the host of ``address``) aga
 certificate's subject alternative names. Without one it is plaintext, as every channel is in a
 deployment without a ``tls`` section. A server that refuses the certificate, or speaks the
 other protocol, fails the call as unreachable (``unavailable``).
+
+Replicas. ``address`` may list several replicas of one service, ``ip:port,ip:port`` (IP
+addresses: gRPC's ``ipv4:``/``ipv6:`` targets take no host names; for names, give one DNS name
+that resolves to every replica, as a headless service does). How calls are spread over them
+is the ``service_config``'s ``loadBalancingConfig``: ``pick_first`` (gRPC's default) keeps to
+the first replica that accepts a connection and moves on when it goes, which reaches the one
+active replica of a service whose standbys do not listen (the controller);
+``round_robin`` (``SPREAD``) sends each call to the next connected replica, skipping those
+that are down. With TLS, the name a list's replicas are checked against is its first host
+(one channel has one authority): every replica's certificate must name it, as ``arroyo
+certs`` makes them on one machine (127.0.0.1); a DNS name is checked as itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+import ipaddress
+import json
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 import grpc
@@ -43,6 +56,63 @@ CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
 
 _TRACER_NAME = "arroyo.rpc"
 
+# Retried attempts may resend a request up to this size (gRPC keeps 256 KiB by default, less
+# than a compile request with UDFs and profiles can be).
+_RETRY_BUFFER_BYTES = 16 * 1024 * 1024
+
+
+def spread(service: str) -> dict[str, Any]:
+    """A service config for a stateless service's replicas: each call to the next replica
+    that is up (``round_robin``), and a call that fails ``UNAVAILABLE`` (its replica died or
+    refused it before answering) tried again, on another, up to twice. Only for services whose
+    every rpc may safely run twice (``service`` is the proto's full name)."""
+    return {
+        "loadBalancingConfig": [{"round_robin": {}}],
+        "methodConfig": [
+            {
+                "name": [{"service": service}],
+                "retryPolicy": {
+                    "maxAttempts": 3,
+                    "initialBackoff": "0.1s",
+                    "maxBackoff": "1s",
+                    "backoffMultiplier": 2,
+                    "retryableStatusCodes": ["UNAVAILABLE"],
+                },
+            }
+        ],
+    }
+
+
+class AddressError(ValueError):
+    """An address (list) that cannot be dialled as written."""
+
+
+def target(address: str) -> tuple[str, str | None]:
+    """The gRPC target for ``host:port`` or a list of ``ip:port`` (see the module), and the
+    host name TLS checks when it is not the target's own (a list's first host)."""
+    parts = [p.strip() for p in address.split(",") if p.strip()]
+    if len(parts) == 1:
+        return parts[0], None
+    if not parts:
+        raise AddressError(f"no address in '{address}'")
+    families, hosts = set(), []
+    for part in parts:
+        host, sep, port = part.rpartition(":")
+        host = host.removeprefix("[").removesuffix("]")
+        try:
+            families.add(ipaddress.ip_address(host).version)
+        except ValueError:
+            host = ""
+        if not sep or not port.isdigit() or not host:
+            raise AddressError(
+                f"'{part}' in '{address}' is not ip:port: a list of replicas is of IP "
+                "addresses (for host names, one DNS name that resolves to every replica)"
+            )
+        hosts.append(host)
+    if len(families) > 1:
+        raise AddressError(f"'{address}' mixes IPv4 and IPv6 addresses")
+    return f"ipv{families.pop()}:{','.join(parts)}", hosts[0]
+
 
 def channel(
     address: str,
@@ -50,9 +120,11 @@ def channel(
     tracer_provider: trace.TracerProvider | None = None,
     options: Sequence[tuple[str, Any]] = (),
     tls: TlsIdentity | None = None,
+    service_config: Mapping[str, Any] | None = None,
 ) -> Any:
-    """A ``grpc.aio.Channel`` to ``host:port`` with the client tracing interceptor: mutual TLS
-    with ``tls``, plaintext without (see the module).
+    """A ``grpc.aio.Channel`` to ``host:port`` (or replicas, see the module) with the client
+    tracing interceptor: mutual TLS with ``tls``, plaintext without (see the module).
+    ``service_config``: gRPC's, e.g. ``spread(...)``; raises ``AddressError`` for a bad list.
 
     Call it on the event loop that will use the channel (grpc.aio binds a channel to the loop
     it was made on). Spans go to ``tracer_provider``, by default the process's global one (the
@@ -60,15 +132,20 @@ def channel(
     later entries win. The caller closes the channel (``await channel.close()``).
     """
     interceptors = [ClientTracingInterceptor(tracer_provider)]
+    dialled, name = target(address)
+    settings: list[tuple[str, Any]] = list(CHANNEL_OPTIONS)
+    if service_config is not None:
+        settings += [
+            ("grpc.service_config", json.dumps(service_config)),
+            ("grpc.per_rpc_retry_buffer_size", _RETRY_BUFFER_BYTES),
+        ]
+    if name is not None and tls is not None:
+        settings.append(("grpc.default_authority", name))
+    settings += options
     if tls is None:
-        return grpc.aio.insecure_channel(
-            address, options=[*CHANNEL_OPTIONS, *options], interceptors=interceptors
-        )
+        return grpc.aio.insecure_channel(dialled, options=settings, interceptors=interceptors)
     return grpc.aio.secure_channel(
-        address,
-        channel_credentials(tls),
-        options=[*CHANNEL_OPTIONS, *options],
-        interceptors=interceptors,
+        dialled, channel_credentials(tls), options=settings, interceptors=interceptors
     )
 
 

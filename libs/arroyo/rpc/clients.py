@@ -11,6 +11,14 @@ now, without a call. Every failure is an ``arroyo.rpc.RpcError`` with the remote
 domain and retry hint (``arroyo.rpc.status``); an unreachable peer or a missed deadline is code
 ``unavailable``, domain external, retryable. ``tls`` (the process's ``arroyo.tls.load_identity``)
 makes a client that opens its own channel use mutual TLS (``arroyo.rpc.channel``).
+
+Replicas. An address may list several (``ip:port,ip:port``, ``arroyo.rpc.channel``).
+``CompilerClient`` spreads its calls over the compilers and makes a call that failed
+``UNAVAILABLE`` again on another (compiles are stateless, so a call may run twice): a compiler
+killed mid-call costs its callers nothing but time. ``ControllerClient`` keeps to the one
+controller that listens (the active one: a standby does not bind its port), and moves to the
+other when it goes; its calls are not made again by the channel (callers retry, as they
+always have for a controller that restarts).
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ import grpc
 import grpc.aio
 from google.protobuf.message import Message
 
-from arroyo.rpc.channel import channel
+from arroyo.rpc.channel import channel, spread
 from arroyo.rpc.status import call, translate
 from arroyo.tls import TlsIdentity
 from arroyo_rpc.v1 import (
@@ -42,6 +50,8 @@ R = TypeVar("R", bound=Message)
 
 DEFAULT_TIMEOUT_S = 10.0
 
+_COMPILERS = spread(compiler_pb2.DESCRIPTOR.services_by_name["CompilerService"].full_name)
+
 
 class _Client:
     """Channel ownership, deadlines and error translation shared by the facades."""
@@ -52,9 +62,14 @@ class _Client:
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         tls: TlsIdentity | None = None,
+        service_config: dict[str, Any] | None = None,
     ) -> None:
         self._owns_channel = isinstance(target, str)
-        self._channel: Any = channel(target, tls=tls) if isinstance(target, str) else target
+        self._channel: Any = (
+            channel(target, tls=tls, service_config=service_config)
+            if isinstance(target, str)
+            else target
+        )
         self.timeout_s = timeout_s
 
     async def close(self) -> None:
@@ -123,7 +138,7 @@ class CompilerClient(_Client):
         timeout_s: float = DEFAULT_TIMEOUT_S,
         tls: TlsIdentity | None = None,
     ) -> None:
-        super().__init__(target, timeout_s=timeout_s, tls=tls)
+        super().__init__(target, timeout_s=timeout_s, tls=tls, service_config=_COMPILERS)
         self._stub = compiler_pb2_grpc.CompilerServiceStub(self._channel)
 
     async def compile(

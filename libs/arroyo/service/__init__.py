@@ -8,9 +8,9 @@ from arroyo.service.bootstrap import (
     ServiceError,
     serve,
     start,
-    store_ready,
     tracer_provider_for,
 )
+from arroyo.service.readiness import store_ready
 
 __all__ = [
     "DEFAULT_GRACE_S",

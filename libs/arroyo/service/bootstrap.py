@@ -29,11 +29,13 @@ key guards, and probes have none):
   ``arroyo.rpc.server``, process metrics, and whatever the service registers).
 - ``/status``: the readiness probe. JSON ``{"service", "pid", "uptime_s", "state", "ready",
   "checks", "grpc_port", "admin_port"}`` plus the status hook's keys. ``state`` is
-  ``starting`` (the startup hook runs), ``serving``, or ``draining`` (a stop was asked for:
-  no new calls, in-flight ones finish). ``checks`` are the readiness hook's, each ``"ok"`` or
-  what is wrong (the store does not answer, the node is not registered). It answers 200 when
-  ready (serving, every check ok) and 503 otherwise, so a load balancer or compose's health
-  check sends nothing to a service that cannot serve it.
+  ``starting`` (the startup hook runs), ``standby`` (a replica waiting its turn, its gRPC
+  port not bound: the controller without the lease), ``serving``, or ``draining`` (a stop
+  was asked for: no new calls, in-flight ones finish). ``checks`` are the readiness hook's,
+  each ``"ok"`` or what is wrong (the store does not answer, the node is not registered, the
+  controller does not hold the lease). It answers 200 when ready (serving, every check ok)
+  and 503 otherwise, so a load balancer or compose's health check sends nothing to a service
+  that cannot serve it.
 - ``/health``: the liveness probe: 200 while the process answers at all.
 
 Shutdown. SIGTERM (or SIGINT) drains: ``/status`` turns 503 at once, the gRPC server refuses
@@ -52,7 +54,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -152,6 +154,7 @@ class RunningService:
         self._started = time.monotonic()
         self._stop_requested = asyncio.Event()
         self._started_up = False
+        self._standby = False
         self._stopping = False
         self._stopped = asyncio.Event()
 
@@ -223,6 +226,8 @@ class RunningService:
     def state(self) -> str:
         if self._stop_requested.is_set():
             return "draining"
+        if self._standby:
+            return "standby"
         return "serving" if self._started_up else "starting"
 
     def status(self) -> dict[str, object]:
@@ -252,14 +257,20 @@ async def start(
     *,
     listen: Listen,
     register: Register | None = None,
+    standby: Startup | None = None,
     startup: Startup | None = None,
     shutdown: Shutdown | None = None,
     status: Status | None = None,
     readiness: Readiness | None = None,
     tracer_provider: TracerProvider | None = None,
 ) -> RunningService:
-    """Start the gRPC server (if ``listen.grpc_port`` is not None) and the admin server, then
-    run ``startup``; returns once all three are done and logs ``service_started``.
+    """Start the admin server, wait out ``standby``, start the gRPC server (if
+    ``listen.grpc_port`` is not None), then run ``startup``; returns once all are done and
+    logs ``service_started``.
+
+    ``standby`` is awaited before the gRPC port is bound, with ``/status`` answering state
+    ``standby`` (503): a replica that must wait its turn (the controller, for its lease)
+    waits there, and its peers, which dial every replica, reach only the one that listens.
 
     ``register`` is called once, before the server starts. ``startup`` runs with both servers
     already answering (so it may hand out its own address); if it raises, both servers are
@@ -286,13 +297,18 @@ async def start(
         tls=tls,
     )
     try:
+        running._admin, running.admin_port = await _start_admin(
+            listen.bind_host, listen.admin_port, running, status, readiness
+        )
+        if standby is not None:
+            running._standby = True
+            log.info("service_standby", service=name, admin_port=running.admin_port)
+            await standby(running)
+            running._standby = False
         if listen.grpc_port is not None:
             running.server, running.grpc_port = await _start_grpc(
                 listen.bind_host, listen.grpc_port, register, provider, tls
             )
-        running._admin, running.admin_port = await _start_admin(
-            listen.bind_host, listen.admin_port, running, status, readiness
-        )
         if startup is not None:
             await startup(running)
         running._started_up = True
@@ -317,6 +333,7 @@ async def serve(
     *,
     listen: Listen,
     register: Register | None = None,
+    standby: Startup | None = None,
     startup: Startup | None = None,
     shutdown: Shutdown | None = None,
     status: Status | None = None,
@@ -330,42 +347,62 @@ async def serve(
     ``config.logging`` (every event carries ``service=name``) and installs the service's tracer
     provider as the global one (so ``arroyo.rpc.channel`` clients and domain spans share it).
     Returns after a graceful ``RunningService.stop(grace_s)``; raises what ``start`` or the
-    shutdown hook raised. ``ports_file``: see the module docstring.
+    shutdown hook raised. A signal while ``start`` runs (a standby waiting its turn, a startup
+    hook waiting for a peer) abandons the start and returns. ``ports_file``: see the module
+    docstring.
     """
     configure_logging(config.logging.level, config.logging.json_logs)
     structlog.contextvars.bind_contextvars(service=name)
     provider = tracer_provider_for(name, config.tracing)
     if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
         trace.set_tracer_provider(provider)
-    try:
-        running = await start(
+    loop = asyncio.get_running_loop()
+    starting = asyncio.create_task(
+        start(
             name,
             config,
             listen=listen,
             register=register,
+            standby=standby,
             startup=startup,
             shutdown=shutdown,
             status=status,
             readiness=readiness,
             tracer_provider=provider,
         )
-        loop = asyncio.get_running_loop()
-        signals = (signal.SIGTERM, signal.SIGINT)
-        for sig in signals:
-            loop.add_signal_handler(sig, running.request_stop, sig.name)
+    )
+
+    def on_signal(reason: str) -> None:
+        if not starting.done():
+            log.info("service_start_abandoned", service=name, reason=reason)
+            starting.cancel()
+        elif not starting.cancelled() and starting.exception() is None:
+            starting.result().request_stop(reason)
+
+    signals = (signal.SIGTERM, signal.SIGINT)
+    for sig in signals:
+        loop.add_signal_handler(sig, on_signal, sig.name)
+    try:
+        try:
+            running = await starting
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if starting.cancelled() and (current is None or not current.cancelling()):
+                return  # a signal during start: nothing is left running
+            raise
         try:
             if ports_file is not None:
                 _write_ports_file(ports_file, running)
             await running.wait_stop_requested()
         finally:
-            for sig in signals:
-                loop.remove_signal_handler(sig)
             try:
                 await running.stop(grace_s)
             finally:
                 if ports_file is not None:
                     ports_file.unlink(missing_ok=True)
     finally:
+        for sig in signals:
+            loop.remove_signal_handler(sig)
         provider.shutdown()
 
 
@@ -434,23 +471,6 @@ async def _start_admin(
         await runner.cleanup()
         raise ServiceError(f"cannot listen for admin HTTP on {host}:{port}: {err}") from err
     return runner, int(runner.addresses[0][1])
-
-
-class Pingable(Protocol):
-    async def ping(self) -> None: ...
-
-
-def store_ready(store: Pingable) -> Readiness:
-    """Readiness that holds while the store answers a query (``arroyo.store.Store.ping``)."""
-
-    async def check() -> dict[str, str | None]:
-        try:
-            await store.ping()
-        except Exception as err:
-            return {"store": f"the database does not answer: {type(err).__name__}: {err}"}
-        return {"store": None}
-
-    return check
 
 
 async def _checks(running: RunningService, readiness: Readiness | None) -> dict[str, str | None]:

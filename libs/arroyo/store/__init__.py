@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from arroyo.store.errors import Conflict, DatabaseUrlError, NotFound, StoreError
+from arroyo.store.errors import Conflict, DatabaseUrlError, LeaseLost, NotFound, StoreError
 from arroyo.store.model import (
     ApiKey,
     ApiKeyId,
@@ -17,6 +17,7 @@ from arroyo.store.model import (
     JobId,
     JobState,
     JobStatus,
+    Lease,
     Pipeline,
     PipelineId,
     SavedUdf,
@@ -42,6 +43,8 @@ __all__ = [
     "JobId",
     "JobState",
     "JobStatus",
+    "Lease",
+    "LeaseLost",
     "NotFound",
     "Pipeline",
     "PipelineId",

@@ -57,9 +57,21 @@ class ApiKeyQueries(abc.ABC):
             await _insert(tx, key)
 
     async def put_bootstrap_api_key(self, key: ApiKey) -> None:
+        # One upsert, not a delete and an insert: api replicas starting at once each put it,
+        # and two inserts of one id would fail the second on PostgreSQL.
+        key = replace(key, revoked_at=None)
         async with self._transaction(write=True) as tx:
-            await tx.execute("DELETE FROM api_keys WHERE id = $1", key.id)
-            await _insert(tx, replace(key, revoked_at=None))
+            await tx.execute(
+                f"INSERT INTO api_keys ({_COLUMNS}) VALUES ($1, $2, $3, $4, $5) "
+                "ON CONFLICT (id) DO UPDATE SET name = excluded.name, "
+                "secret_sha256 = excluded.secret_sha256, created_at = excluded.created_at, "
+                "revoked_at = excluded.revoked_at",
+                key.id,
+                key.name,
+                key.secret_sha256,
+                key.created_at,
+                key.revoked_at,
+            )
 
     async def list_api_keys(self) -> list[ApiKey]:
         async with self._transaction(write=False) as tx:

@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 from arroyo.store.api_keys import ApiKeyQueries
 from arroyo.store.connection_tables import ConnectionTableQueries
-from arroyo.store.errors import Conflict, NotFound, StoreError
+from arroyo.store.errors import Conflict, LeaseLost, NotFound, StoreError
+from arroyo.store.leases import LeaseQueries
 from arroyo.store.migrations import LATEST_VERSION, MIGRATIONS, SCHEMA_VERSION_TABLE, Dialect
 from arroyo.store.model import (
     Checkpoint,
@@ -27,6 +28,7 @@ from arroyo.store.model import (
     JobId,
     JobState,
     JobStatus,
+    Lease,
     Pipeline,
     PipelineId,
     StopMode,
@@ -103,7 +105,7 @@ def _check_limit(limit: int) -> None:
         raise ValueError(f"limit must be >= 0, got {limit}")
 
 
-class SqlStore(ConnectionTableQueries, UdfQueries, ApiKeyQueries, abc.ABC):
+class SqlStore(ConnectionTableQueries, UdfQueries, ApiKeyQueries, LeaseQueries, abc.ABC):
     """``model.Store`` over any SQL engine; see that Protocol for the contract of each method."""
 
     dialect: Dialect
@@ -311,13 +313,27 @@ class SqlStore(ConnectionTableQueries, UdfQueries, ApiKeyQueries, abc.ABC):
 
     # the controller
 
-    async def update_job_status(self, job_id: JobId, status: JobStatus) -> None:
-        values = _status_values(status)
+    async def update_job_status(
+        self, job_id: JobId, status: JobStatus, *, fence: Lease | None = None
+    ) -> None:
+        values: list[object] = [job_id, *_status_values(status)]
         assignments = ", ".join(f"{c} = ${i}" for i, c in enumerate(_STATUS_COLUMNS, start=2))
-        async with self._transaction(write=True) as tx:
-            updated = await tx.execute(
-                f"UPDATE jobs SET {assignments} WHERE id = $1", job_id, *values
+        sql = f"UPDATE jobs SET {assignments} WHERE id = $1"
+        if fence is not None:
+            n = len(values)
+            sql += (
+                f" AND EXISTS (SELECT 1 FROM leases WHERE name = ${n + 1} AND holder = ${n + 2}"
+                f" AND term = ${n + 3} AND expires_at > {self.dialect.now_micros})"
             )
+            values += [fence.name, fence.holder, fence.term]
+        async with self._transaction(write=True) as tx:
+            updated = await tx.execute(sql, *values)
+            exists = "SELECT 1 AS found FROM jobs WHERE id = $1"
+            if not updated and fence is not None and await tx.fetch(exists, job_id):
+                raise LeaseLost(
+                    f"job {job_id}'s status not written: the lease {fence.name} of "
+                    f"{fence.holder} (term {fence.term}) is not held"
+                )
         if not updated:
             raise NotFound(f"job {job_id} does not exist")
 

@@ -39,3 +39,12 @@ class DatabaseUrlError(StoreError):
     code = "bad_database_url"
     domain = ErrorDomain.USER
     retryable = False
+
+
+class LeaseLost(StoreError):  # noqa: N818 -- named as NotFound is
+    """A write fenced by a lease (``Store.update_job_status``'s ``fence``) from a holder whose
+    lease has ended or was taken: it changed nothing."""
+
+    code = "lease_lost"
+    domain = ErrorDomain.INTERNAL
+    retryable = False

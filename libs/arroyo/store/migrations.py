@@ -24,6 +24,9 @@ class Dialect:
     # Run first in the migration transaction to keep concurrent migrators out, or None when the
     # way the transaction is begun already does (SQLite's BEGIN IMMEDIATE).
     migration_lock: str | None
+    # The database's clock, in microseconds since the Unix epoch, as an SQL expression: the
+    # one clock every process that shares the database agrees on (leases end by it).
+    now_micros: str
 
 
 SQLITE = Dialect(
@@ -31,6 +34,8 @@ SQLITE = Dialect(
     # AUTOINCREMENT: ids are never reused, even after the newest rows are deleted, as on Postgres.
     serial_primary_key="INTEGER PRIMARY KEY AUTOINCREMENT",
     migration_lock=None,
+    # julianday('now') is the statement's time to the millisecond.
+    now_micros="CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)",
 )
 
 POSTGRES = Dialect(
@@ -39,6 +44,8 @@ POSTGRES = Dialect(
     # A transaction-scoped advisory lock: released at commit or rollback, so a migrator that dies
     # cannot leave it held. The key is arbitrary but fixed ("arroyo" in ASCII).
     migration_lock="SELECT pg_advisory_xact_lock(418581916271)",
+    # clock_timestamp(), not now(): the time of the statement, not of its transaction's start.
+    now_micros="CAST(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000 AS BIGINT)",
 )
 
 
@@ -195,6 +202,23 @@ MIGRATIONS: list[Migration] = [
             secret_sha256 TEXT NOT NULL,
             created_at BIGINT NOT NULL,
             revoked_at BIGINT
+        )
+        """,
+    ),
+    Migration(
+        6,
+        """
+        CREATE TABLE leases (
+            -- what is held: controller
+            name TEXT NOT NULL PRIMARY KEY,
+            -- who holds it: one process, by an id it made at start
+            holder TEXT NOT NULL,
+            -- plus one at every change of holder
+            term BIGINT NOT NULL,
+            acquired_at BIGINT NOT NULL,
+            renewed_at BIGINT NOT NULL,
+            -- by the database clock, like the two above
+            expires_at BIGINT NOT NULL
         )
         """,
     ),

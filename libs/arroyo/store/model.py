@@ -203,6 +203,20 @@ class ApiKey:
     revoked_at: int | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """Who holds ``name`` (the controller's: ``"controller"``) and until when, by the
+    database's clock (``arroyo.store.leases``)."""
+
+    name: str
+    holder: str
+    # Plus one at every change of holder: which tenure this is.
+    term: int
+    acquired_at: int
+    renewed_at: int
+    expires_at: int
+
+
 class Store(Protocol):
     """The control plane's database. One implementation per engine (SQLite, PostgreSQL), one
     schema and one list of migrations for both.
@@ -262,8 +276,13 @@ class Store(Protocol):
         ...
 
     # the controller
-    async def update_job_status(self, job_id: JobId, status: JobStatus) -> None:
-        """Replace the job's status (the controller owns it)."""
+    async def update_job_status(
+        self, job_id: JobId, status: JobStatus, *, fence: Lease | None = None
+    ) -> None:
+        """Replace the job's status (the controller owns it). With ``fence``, only while that
+        lease is held as it says (name, holder, term) and has not ended by the database's
+        clock; else ``LeaseLost``, and nothing changed: a controller that lost its lease
+        cannot write over the statuses of the one that took it."""
         ...
 
     async def add_checkpoint(self, checkpoint: Checkpoint) -> None:
@@ -355,4 +374,21 @@ class Store(Protocol):
 
     async def revoke_api_key(self, key_id: ApiKeyId) -> ApiKey:
         """NotFound when no key has that id; revoking a revoked key changes nothing."""
+        ...
+
+    # leases (the controller: one active at a time)
+    async def acquire_lease(self, name: str, holder: str, ttl_micros: int) -> Lease | None:
+        """Take the lease ``name`` for ``holder`` when no one holds it or its holder's time
+        ran out, or renew it when ``holder`` holds it; either way it then runs until
+        ``ttl_micros`` after the database's now. None (and nothing changed) while another
+        holder's lease runs."""
+        ...
+
+    async def release_lease(self, name: str, holder: str) -> bool:
+        """End ``holder``'s lease now, so another may take it at once; False when ``holder``
+        does not hold it."""
+        ...
+
+    async def get_lease(self, name: str) -> Lease | None:
+        """The lease as it stands, ended or not; None when it was never taken."""
         ...

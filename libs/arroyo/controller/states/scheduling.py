@@ -37,7 +37,8 @@ class Scheduling:
         ctx.update(generation=ctx.status.generation + 1)
         await ctx.save()
         slots = ctx.config.parallelism
-        node = await ctx.nodes.wait_for_slots(slots, ctx.settings.heartbeat_timeout_s)
+        claim = f"scheduling:{ctx.job_id}"
+        node = await ctx.nodes.claim_slots(slots, claim, ctx.settings.heartbeat_timeout_s)
         if node is None:
             raise StateError(f"no node has {slots} free task slots", code="no_slots")
         client = NodeClient(node.address, tls=ctx.tls)
@@ -47,11 +48,12 @@ class Scheduling:
                     job_id=ctx.job_id, generation=ctx.status.generation, slots=slots
                 )
             )
+            ctx.nodes.assign(node.node_id, started.worker_id, slots)
         except RpcError as err:
             raise StateError(f"node {node.node_id} did not start a worker: {err.message}") from err
         finally:
+            ctx.nodes.release(claim)
             await client.close()
-        ctx.nodes.assign(node.node_id, started.worker_id, slots)
         ctx.update(worker_id=started.worker_id, node_id=node.node_id)
         await ctx.save()
         address = await _registered(ctx)
