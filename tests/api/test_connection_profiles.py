@@ -320,12 +320,15 @@ async def test_a_query_naming_a_profile_compiles_with_its_settings(
         created = await response.json()
         assert response.status == 201, created
         assert all(secret not in json.dumps(created) for secret in SECRETS)
-        # The worker runs the stored program: it carries the profile's settings.
+        # The stored program carries the profile's settings; its secret ones beside the
+        # tables, which refer to them (a worker fetches them: arroyo.connectors.secrets).
         pipeline = await env.store.get_pipeline(PipelineId(created["id"]))
         assert pipeline is not None
-        [source] = json.loads(pipeline.program_json)["sources"]
+        program = json.loads(pipeline.program_json)
+        [source] = program["sources"]
         assert source["options"]["bootstrap_servers"] == SASL["bootstrap_servers"]
-        assert source["options"]["auth_password"] == PASSWORD
+        assert source["options"]["auth_password"] == "${secret:events.auth_password}"
+        assert program["secrets"]["events.auth_password"] == PASSWORD
         assert source["options"]["topic"] == "events"
 
 

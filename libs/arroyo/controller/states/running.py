@@ -31,6 +31,10 @@ class Running:
         # checkpoint), the only way to rescale or re-trigger a Spark query.
         started_with = (ctx.config.parallelism, ctx.config.checkpoint_interval_micros)
         ctx.last_heartbeat = time.monotonic()
+        if not ctx.wants_running():
+            # A stop asked for while the worker was being scheduled (its event may have come
+            # while Scheduling waited for the worker to register, which takes no other).
+            ctx.events.put_nowait(ConfigChanged())
         while True:
             event = await ctx.next_event(None)
             if isinstance(event, CheckpointCompleted):
