@@ -6,6 +6,7 @@ job."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any, cast
 
@@ -88,3 +89,12 @@ async def test_a_checkpoint_record_the_database_cannot_take_keeps_the_job_runnin
     ctx.events.put_nowait(TaskFinished())
     assert await Running().next(ctx) is JobState.FINISHING
     assert store.attempts == 1
+
+
+async def test_a_stop_asked_for_while_the_worker_was_scheduled_is_acted_on_when_running() -> None:
+    """Found by the web UI's journey: the stop's event came while Scheduling waited for the
+    worker to register, which takes no other event; the job stayed Running, asked to stop."""
+    ctx = context(NodeRegistry(60), ControllerConfig(), cast(Store, cast(Any, _DatabaseAway())))
+    ctx.config = JobConfig(StopMode.CHECKPOINT, 1, 0, 0, False, False)
+    # Bounded: without the fix, Running waits for an event that never comes.
+    assert await asyncio.wait_for(Running().next(ctx), 30) is JobState.CHECKPOINT_STOPPING
