@@ -22,6 +22,7 @@ import pytest
 from arroyo.testing.ports import free_port
 from tests.cluster.harness import Cluster, fresh_postgres_database
 from tests.cluster.test_cluster import WINDOWED, assert_exactly_once, windows, worker_node
+from tests.waiting import wait_until
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("cluster")]
 
@@ -122,9 +123,10 @@ def test_replicas_share_the_work_and_any_one_may_die(scaled: Cluster, tmp_path: 
 
     calling = threading.Thread(target=client)
     calling.start()
-    time.sleep(1.0)
+    wait_until("calls before the kill", lambda: len(failures) >= 5, 60)
     assert cluster.stop("api-a", signal.SIGKILL) == -signal.SIGKILL
-    time.sleep(1.0)
+    before = len(failures)
+    wait_until("calls after the kill", lambda: len(failures) >= before + 6, 60)
     stop.set()
     calling.join(30)
     assert len(failures) > 10, failures  # calls ran before and after, and none failed for good

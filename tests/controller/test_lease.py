@@ -11,6 +11,7 @@ from pathlib import Path
 
 from arroyo.controller.lease import LEASE_NAME, ControllerLease, holder_id
 from arroyo.store import open_store
+from tests.waiting import eventually
 
 
 async def test_standby_takes_over_when_the_holder_stops_renewing(tmp_path: Path) -> None:
@@ -27,7 +28,14 @@ async def test_standby_takes_over_when_the_holder_stops_renewing(tmp_path: Path)
 
         keeping = asyncio.create_task(active.keep(on_lost))
         waiting = asyncio.create_task(standby.acquire())
-        await asyncio.sleep(2.0)  # renewed several times over: the standby still waits
+        # Renewed several times over (each renewal moves its end): the standby still waits.
+        ends = {lease.renewed_at}
+
+        async def renewed() -> bool:
+            ends.add(active.lease.renewed_at)
+            return len(ends) >= 4
+
+        await eventually("three renewals", renewed, 30, interval=0.05)
         assert not waiting.done() and active.held and not lost
         keeping.cancel()  # the holder stops renewing, as one killed does
         stopped_renewing = time.monotonic()

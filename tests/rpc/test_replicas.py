@@ -8,6 +8,7 @@ import asyncio
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -16,21 +17,26 @@ from arroyo.rpc.channel import AddressError, target
 from arroyo.testing.ports import free_port
 from arroyo_rpc.v1 import compiler_pb2, controller_pb2
 from tests.services import ScriptedController, controller_service, serving
+from tests.waiting import eventually
 
-# A compiler that answers its name after a delay, as a process a test can kill -9.
+# A compiler that answers its name, as a process a test can kill -9. Each call is logged (a
+# line in argv[3]) when it arrives, and held while the file argv[4] exists.
 COMPILER = """
-import asyncio, sys
+import asyncio, os, sys
 import grpc.aio
 from arroyo_rpc.v1 import compiler_pb2, compiler_pb2_grpc
 
-class Slow(compiler_pb2_grpc.CompilerServiceServicer):
+class Held(compiler_pb2_grpc.CompilerServiceServicer):
     async def Compile(self, request, context):
-        await asyncio.sleep(float(sys.argv[3]))
+        with open(sys.argv[3], "a") as log:
+            log.write("call\\n")
+        while os.path.exists(sys.argv[4]):
+            await asyncio.sleep(0.01)
         return compiler_pb2.CompileResponse(program_json=sys.argv[2])
 
 async def main():
     server = grpc.aio.server()
-    compiler_pb2_grpc.add_CompilerServiceServicer_to_server(Slow(), server)
+    compiler_pb2_grpc.add_CompilerServiceServicer_to_server(Held(), server)
     server.add_insecure_port(f"127.0.0.1:{sys.argv[1]}")
     await server.start()
     print("up", flush=True)
@@ -40,9 +46,9 @@ asyncio.run(main())
 """
 
 
-def compiler(port: int, name: str, delay_s: float) -> subprocess.Popen[str]:
+def compiler(port: int, name: str, calls: Path, hold: Path) -> subprocess.Popen[str]:
     process = subprocess.Popen(
-        [sys.executable, "-c", COMPILER, str(port), name, str(delay_s)],
+        [sys.executable, "-c", COMPILER, str(port), name, str(calls), str(hold)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -59,9 +65,16 @@ def test_targets_of_addresses_and_lists() -> None:
             target(bad)
 
 
-async def test_compiles_spread_and_one_a_killed_compiler_held_is_made_again() -> None:
+async def test_compiles_spread_and_one_a_killed_compiler_held_is_made_again(
+    tmp_path: Path,
+) -> None:
     ports = [free_port(), free_port()]
-    a, b = compiler(ports[0], "a", 0.3), compiler(ports[1], "b", 0.3)
+    logs, hold = [tmp_path / "a.calls", tmp_path / "b.calls"], tmp_path / "hold"
+    a, b = compiler(ports[0], "a", logs[0], hold), compiler(ports[1], "b", logs[1], hold)
+
+    def arrived() -> list[int]:
+        return [len(log.read_text().splitlines()) if log.exists() else 0 for log in logs]
+
     try:
         client = CompilerClient(",".join(f"127.0.0.1:{p}" for p in ports), timeout_s=20)
         async with client:
@@ -70,11 +83,19 @@ async def test_compiles_spread_and_one_a_killed_compiler_held_is_made_again() ->
             for _ in range(10):
                 seen.add((await client.compile(compiler_pb2.CompileRequest())).program_json)
             assert seen == {"a", "b"}
+            before = arrived()
+            hold.touch()  # the compilers hold the next calls until it goes
             calls = [
                 asyncio.create_task(client.compile(compiler_pb2.CompileRequest())) for _ in range(4)
             ]
-            await asyncio.sleep(0.15)  # every call is in a compiler's hands, half in a's
+
+            async def in_hand() -> bool:
+                now = arrived()
+                return sum(now) - sum(before) == 4 and now[0] > before[0]
+
+            await eventually("every call in a compiler's hands, some in a's", in_hand, 20)
             a.send_signal(signal.SIGKILL)
+            hold.unlink()
             answered = [r.program_json for r in await asyncio.gather(*calls)]
             assert answered == ["b"] * 4
     finally:
