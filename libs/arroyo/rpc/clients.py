@@ -54,7 +54,12 @@ _COMPILERS = spread(compiler_pb2.DESCRIPTOR.services_by_name["CompilerService"].
 
 
 class _Client:
-    """Channel ownership, deadlines and error translation shared by the facades."""
+    """Channel ownership, deadlines and error translation shared by the facades. A facade names
+    its service's generated stub class (``_STUB``) and, for a replicated service, the channel's
+    service config (``_SERVICE_CONFIG``)."""
+
+    _STUB: Any
+    _SERVICE_CONFIG: dict[str, Any] | None = None
 
     def __init__(
         self,
@@ -62,14 +67,14 @@ class _Client:
         *,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         tls: TlsIdentity | None = None,
-        service_config: dict[str, Any] | None = None,
     ) -> None:
         self._owns_channel = isinstance(target, str)
         self._channel: Any = (
-            channel(target, tls=tls, service_config=service_config)
+            channel(target, tls=tls, service_config=self._SERVICE_CONFIG)
             if isinstance(target, str)
             else target
         )
+        self._stub = self._STUB(self._channel)
         self.timeout_s = timeout_s
 
     async def close(self) -> None:
@@ -131,15 +136,8 @@ class CompilerClient(_Client):
     """CompilerService, which the api calls: SQL, UDFs and the connection profiles tables may
     name in, a program or diagnostics out. A request's profiles hold secrets; never log it."""
 
-    def __init__(
-        self,
-        target: str | Any,
-        *,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        tls: TlsIdentity | None = None,
-    ) -> None:
-        super().__init__(target, timeout_s=timeout_s, tls=tls, service_config=_COMPILERS)
-        self._stub = compiler_pb2_grpc.CompilerServiceStub(self._channel)
+    _STUB = compiler_pb2_grpc.CompilerServiceStub
+    _SERVICE_CONFIG = _COMPILERS
 
     async def compile(
         self,
@@ -175,15 +173,7 @@ class ControllerClient(_Client):
     ``RpcError`` code ``stale_generation``.
     """
 
-    def __init__(
-        self,
-        target: str | Any,
-        *,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        tls: TlsIdentity | None = None,
-    ) -> None:
-        super().__init__(target, timeout_s=timeout_s, tls=tls)
-        self._stub = controller_pb2_grpc.ControllerServiceStub(self._channel)
+    _STUB = controller_pb2_grpc.ControllerServiceStub
 
     async def register_node(
         self, request: controller_pb2.RegisterNodeRequest, *, timeout_s: float | None = None
@@ -324,15 +314,7 @@ class ControllerClient(_Client):
 class NodeClient(_Client):
     """NodeService, which the controller calls: a machine's task slots and worker processes."""
 
-    def __init__(
-        self,
-        target: str | Any,
-        *,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        tls: TlsIdentity | None = None,
-    ) -> None:
-        super().__init__(target, timeout_s=timeout_s, tls=tls)
-        self._stub = node_pb2_grpc.NodeServiceStub(self._channel)
+    _STUB = node_pb2_grpc.NodeServiceStub
 
     async def start_worker(
         self, request: node_pb2.StartWorkerRequest, *, timeout_s: float | None = None
@@ -359,15 +341,7 @@ class NodeClient(_Client):
 class WorkerClient(_Client):
     """WorkerService, which the controller calls: the one process of one running job."""
 
-    def __init__(
-        self,
-        target: str | Any,
-        *,
-        timeout_s: float = DEFAULT_TIMEOUT_S,
-        tls: TlsIdentity | None = None,
-    ) -> None:
-        super().__init__(target, timeout_s=timeout_s, tls=tls)
-        self._stub = worker_pb2_grpc.WorkerServiceStub(self._channel)
+    _STUB = worker_pb2_grpc.WorkerServiceStub
 
     async def start_execution(
         self, request: worker_pb2.StartExecutionRequest, *, timeout_s: float | None = None
