@@ -148,17 +148,7 @@ def _new_authority(now: datetime) -> tuple[x509.Certificate, ec.EllipticCurvePri
         .not_valid_after(now + CA_VALID)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=True,
-                crl_sign=True,
-                encipher_only=False,
-                decipher_only=False,
-            ),
+            _key_usage(signs_certificates=True),
             critical=True,
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
@@ -192,17 +182,7 @@ def _issue(
         .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
-            x509.KeyUsage(
-                digital_signature=True,
-                content_commitment=False,
-                key_encipherment=False,
-                data_encipherment=False,
-                key_agreement=False,
-                key_cert_sign=False,
-                crl_sign=False,
-                encipher_only=False,
-                decipher_only=False,
-            ),
+            _key_usage(signs_certificates=False),
             critical=True,
         )
         .add_extension(
@@ -295,3 +275,18 @@ def _write(path: Path, data: bytes, mode: int) -> None:
     except BaseException:
         Path(staged).unlink(missing_ok=True)
         raise
+
+
+def _key_usage(*, signs_certificates: bool) -> x509.KeyUsage:
+    """Signatures, and for a CA the signing of certificates and revocation lists."""
+    return x509.KeyUsage(
+        digital_signature=True,
+        content_commitment=False,
+        key_encipherment=False,
+        data_encipherment=False,
+        key_agreement=False,
+        key_cert_sign=signs_certificates,
+        crl_sign=signs_certificates,
+        encipher_only=False,
+        decipher_only=False,
+    )
