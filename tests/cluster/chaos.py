@@ -44,7 +44,6 @@ from typing import TypeVar
 from arroyo.testing.kafka import KafkaBroker
 from arroyo.testing.postgres import PostgresServer
 from tests.cluster.chaos_stream import (
-    PIPELINE,
     Feeder,
     Tally,
     Watcher,
@@ -53,6 +52,9 @@ from tests.cluster.chaos_stream import (
     tally,
 )
 from tests.cluster.harness import ApiError, Cluster
+
+# The same Kafka -> tumble -> Kafka exactly-once pipeline the Kafka cluster test runs.
+from tests.cluster.test_kafka_cluster import PIPELINE
 
 SERVICE_KINDS = ("api", "controller", "compiler", "node")
 FAULT_KINDS = (*SERVICE_KINDS, "worker", "postgres", "kafka")

@@ -20,16 +20,6 @@ from typing import Any
 
 from arroyo.testing.kafka import KafkaBroker
 
-PIPELINE = """
-CREATE TABLE events (id BIGINT, ts TIMESTAMP, WATERMARK FOR ts AS ts - INTERVAL '1 second')
-WITH (connector = 'kafka', bootstrap_servers = '{servers}', topic = '{source}', type = 'source',
-      format = 'json', 'source.offset' = 'earliest');
-CREATE TABLE counts WITH (connector = 'kafka', bootstrap_servers = '{servers}', topic = '{sink}',
-      type = 'sink', format = 'json', 'sink.commit_mode' = 'exactly_once');
-INSERT INTO counts
-SELECT tumble(interval '1 second') AS window, count(*) AS n, min(id) AS first
-FROM events GROUP BY window;
-"""
 _TICK_S = 0.05
 
 
