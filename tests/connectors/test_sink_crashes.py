@@ -40,7 +40,10 @@ def _local_rows(out: Path) -> list[int]:
     for parent, dirs, files in os.walk(out):
         dirs[:] = sorted(d for d in dirs if not d.startswith(("_", ".")))
         for name in sorted(f for f in files if not f.startswith(("_", "."))):
-            text = Path(parent, name).read_text()
+            try:
+                text = Path(parent, name).read_text()
+            except FileNotFoundError:  # removed between the listing and the read, as above
+                continue
             rows += [json.loads(line)["n"] for line in text.splitlines() if line]
     return rows
 
@@ -56,8 +59,14 @@ def _bucket_rows(server: S3Server, bucket: str) -> list[int]:
         relative = info.path.removeprefix(f"{bucket}/out/").split("/")
         if info.type != pafs.FileType.File or any(p.startswith(("_", ".")) for p in relative):
             continue
-        with fs.open_input_file(info.path) as f:
-            rows += pq.read_table(f).column("n").to_pylist()
+        try:
+            with fs.open_input_file(info.path) as f:
+                rows += pq.read_table(f).column("n").to_pylist()
+        except FileNotFoundError:
+            # Listed, then gone: part of a batch a kill cut short, which the resumed run removes
+            # before it places the batch again (as a reader listing a bucket being written
+            # meets it). The rows come back with the replay; the final reads see them once.
+            continue
     return rows
 
 
