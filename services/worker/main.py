@@ -9,7 +9,7 @@ import json
 import select
 import signal
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from arroyo.config import Config
 from arroyo.rpc import ControllerClient
@@ -55,7 +55,7 @@ def main(config: Config, args: argparse.Namespace) -> int:
         # over a job (EOF: the node went).
         from arroyo.engine.warmup import run_sample
 
-        if not _assignment_waiting():
+        if not _assignment_waiting(sys.stdin):
             run_sample(spark)
         line = sys.stdin.readline()
         if not line:
@@ -66,11 +66,11 @@ def main(config: Config, args: argparse.Namespace) -> int:
     return 0
 
 
-def _assignment_waiting() -> bool:
+def _assignment_waiting(node: TextIO) -> bool:
     """Whether the node has already handed over a job (or gone: EOF) while Spark started. Then
     the job waits for no warm-up run: a worker started to replace a lost one is often assigned
     before its session is up, and its warm-up run would be on the recovery's clock."""
-    readable, _, _ = select.select([sys.stdin], [], [], 0)
+    readable, _, _ = select.select([node], [], [], 0)
     return bool(readable)
 
 

@@ -5,20 +5,14 @@ worker that replaced its own)."""
 from __future__ import annotations
 
 import os
-import sys
-
-import pytest
 
 from arroyo_services.worker import main  # type: ignore[import-not-found, unused-ignore]
 
 
-def test_an_assignment_waiting_on_stdin_is_seen_without_blocking(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    read, write = os.pipe()
+def test_an_assignment_waiting_on_stdin_is_seen_without_blocking() -> None:
+    read, write = os.pipe()  # the worker's stdin, as the node's pipe gives it
     with os.fdopen(read) as stdin, os.fdopen(write, "w") as node:
-        monkeypatch.setattr(sys, "stdin", stdin)
-        assert not main._assignment_waiting()
+        assert not main._assignment_waiting(stdin)
         node.write('{"job_id": "job_1", "generation": 1}\n')
         node.flush()
-        assert main._assignment_waiting()
+        assert main._assignment_waiting(stdin)
