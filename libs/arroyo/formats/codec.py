@@ -16,7 +16,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from arroyo.formats import AvroOptions, JsonOptions, parse_format_options, registry
+from arroyo.formats import AvroOptions, JsonOptions, arrow_json, parse_format_options, registry
 from arroyo.program.names import SIGN, quote_name
 from arroyo.program.spec import ColumnSpec, TableSpec
 
@@ -54,7 +54,8 @@ def decode(
     physical = physical_columns(table)
     if table.format.framing == "newline":
         df = _lines(df, table.format.framing_max_length)
-    passthrough = [c for c in df.columns if c.startswith("_") and c != "value"]
+    fast = arrow_json.carried(df.columns)  # decoded where the source read them
+    passthrough = [c for c in df.columns if c.startswith("_") and c != "value" and c not in fast]
     if fmt in ("raw_string", "raw_bytes"):
         target = "STRING" if fmt == "raw_string" else "BINARY"
         return df.select(F.col("value").cast(target).alias(physical[0].name), *passthrough)
@@ -91,8 +92,10 @@ def decode(
         text = F.get_json_object(text, "$.payload")
     parsed = F.from_json(
         text, row_schema, {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": CORRUPT}
-    ).alias("_parsed")
-    out = df.select(parsed, F.col("value").alias("_raw"), *passthrough)
+    )
+    if fast:
+        parsed = F.when(F.col(arrow_json.DECODED), _decoded_row(physical)).otherwise(parsed)
+    out = df.select(parsed.alias("_parsed"), F.col("value").alias("_raw"), *passthrough)
     selected: list[Column] = []
     for col in physical:
         field = F.col(f"_parsed.`{col.name}`")
@@ -106,6 +109,13 @@ def decode(
     bad = bad & ~F.col("_eoi")
     out = out.select(*selected, bad.alias("_bad"), "_raw", *passthrough)
     return apply_bad_data(out, table)
+
+
+def _decoded_row(physical: list[ColumnSpec]) -> Column:
+    """The row a source decoded (``arrow_json``), shaped as ``from_json``'s."""
+    names = arrow_json.value_names(len(physical))
+    fields = [F.col(f"`{n}`").alias(c.name) for n, c in zip(names, physical, strict=True)]
+    return F.struct(*fields, F.lit(None).cast("STRING").alias(CORRUPT))
 
 
 def _lines(df: DataFrame, max_length: int | None) -> DataFrame:

@@ -27,6 +27,7 @@ from arroyo.connectors.runtime.spool import (
     SpooledSource,
     read_spooled,
 )
+from arroyo.formats.arrow_json import carried
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -83,8 +84,8 @@ def read_mqtt(ctx: ReadContext, table: TableSpec, opts: MqttOptions) -> DataFram
     df = read_spooled(
         ctx,
         MqttSource,
-        table.name,
+        table,
         opts.model_dump_json(by_alias=True),
         client_id=f"{opts.client_prefix}-{{ident}}",
     )
-    return df.select("value", "_source_time", "_eoi", "_meta_topic")
+    return df.select("value", "_source_time", "_eoi", "_meta_topic", *carried(df.columns))

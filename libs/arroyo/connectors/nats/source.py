@@ -33,6 +33,7 @@ from arroyo.connectors.runtime.spool import (
     SpooledSource,
     read_spooled,
 )
+from arroyo.formats.arrow_json import carried
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -210,8 +211,9 @@ def read_nats(ctx: ReadContext, table: TableSpec, opts: NatsOptions) -> DataFram
     df = read_spooled(
         ctx,
         NatsSource,
-        table.name,
+        table,
         opts.model_dump_json(by_alias=True),
         durable="arroyo-{ident}",
     )
-    return df.select("value", "_source_time", "_eoi", df["_meta_topic"].alias("_meta_subject"))
+    subject = df["_meta_topic"].alias("_meta_subject")
+    return df.select("value", "_source_time", "_eoi", subject, *carried(df.columns))

@@ -92,5 +92,5 @@ class PollingHttpSource(SpooledSource):
 
 def read_polling_http(ctx: ReadContext, table: TableSpec, opts: PollingHttpOptions) -> DataFrame:
     """Each response's body as ``value``."""
-    df = read_http(ctx, PollingHttpSource, table.name, opts.model_dump_json(by_alias=True))
+    df = read_http(ctx, PollingHttpSource, table, opts.model_dump_json(by_alias=True))
     return df.drop("_meta_topic")

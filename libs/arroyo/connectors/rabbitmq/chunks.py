@@ -26,6 +26,7 @@ import pyarrow as pa
 from arroyo.connectors.rabbitmq.options import RabbitmqConnection, RabbitmqOptions
 from arroyo.connectors.runtime.arrow_rows import TIMESTAMP
 from arroyo.connectors.runtime.loop import Loop
+from arroyo.formats import arrow_json
 
 if TYPE_CHECKING:
     from rstream.client import Client, ClientPool
@@ -243,9 +244,12 @@ class Subscription:
             self.loop.thread.join(5)
 
 
-def read_range(opts: RabbitmqOptions, begin: int, end: int) -> Iterator[pa.RecordBatch]:
+def read_range(
+    opts: RabbitmqOptions, begin: int, end: int, decode: arrow_json.Columns | None = None
+) -> Iterator[pa.RecordBatch]:
     """The records at offsets ``begin`` to ``end`` (not included), which the stream has
-    written, as record batches of ``SCHEMA``. Raises if the stream no longer holds them all
+    written, as record batches of ``SCHEMA`` (and, with ``decode``, their JSON decoded into
+    its columns: ``arroyo.formats.arrow_json``). Raises if the stream no longer holds them all
     (its retention removed the first) or stops giving them."""
     chunks: queue.Queue[Chunk | str] = queue.Queue()
     sub = Subscription(
@@ -254,7 +258,7 @@ def read_range(opts: RabbitmqOptions, begin: int, end: int) -> Iterator[pa.Recor
     what = f"stream '{opts.stream}' at {where(opts)}"
     try:
         at = begin
-        rows = _Rows()
+        rows = _Rows(decode)
         while at < end:
             try:
                 chunk = chunks.get(timeout=CHUNK_TIMEOUT_S)
@@ -305,7 +309,8 @@ def _first_offset(opts: RabbitmqOptions) -> int:
 class _Rows:
     """Columns of ``SCHEMA`` built up chunk by chunk."""
 
-    def __init__(self) -> None:
+    def __init__(self, decode: arrow_json.Columns | None = None) -> None:
+        self.decode = decode
         self.offsets: list[range] = []
         self.times: list[tuple[int, int]] = []  # (microseconds, how many)
         self.values: list[bytes] = []
@@ -336,6 +341,7 @@ class _Rows:
             ],
             schema=SCHEMA,
         )
+        batch = arrow_json.with_decoded(batch, self.values, self.decode)
         self._clear()
         return batch
 

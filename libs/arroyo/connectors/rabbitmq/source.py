@@ -40,6 +40,7 @@ from arroyo.connectors.rabbitmq.chunks import (
 from arroyo.connectors.rabbitmq.options import RabbitmqOptions
 from arroyo.connectors.runtime.remote_state import write_durably
 from arroyo.connectors.runtime.spool import hold
+from arroyo.formats import arrow_json
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -92,6 +93,7 @@ class _Reader(DataSourceStreamReader):
         self.opts = RabbitmqOptions.model_validate(json.loads(options["options"]))
         self.parallelism = int(options["parallelism"])
         self.max_records = int(options["max_records"])
+        self.decode = arrow_json.parse_option(options.get(arrow_json.OPTION))
         self._state = Path(options["state"]) / "planned"
         self._held: Any = None  # the table state's lock, while this reader plans its batches
         self._start: Tail | None = None  # a new pipeline's: where source.offset points
@@ -196,7 +198,7 @@ class _Reader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, OffsetRange)
-        return read_range(self.opts, partition.begin, partition.end)
+        return read_range(self.opts, partition.begin, partition.end, self.decode)
 
     def commit(self, end: dict[str, int]) -> None:
         """Nothing to do: the offsets are the checkpoint's, and nothing is buffered."""
@@ -220,7 +222,9 @@ class RabbitmqSource(DataSource):
         return "arroyo_rabbitmq"
 
     def schema(self) -> str:
-        return "`_offset` BIGINT, `_source_time` TIMESTAMP, `value` BINARY, `_eoi` BOOLEAN"
+        schema = "`_offset` BIGINT, `_source_time` TIMESTAMP, `value` BINARY, `_eoi` BOOLEAN"
+        decode = arrow_json.parse_option(self.options.get(arrow_json.OPTION))
+        return f"{schema}, {arrow_json.spark_fields(decode)}" if decode else schema
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return _Reader(dict(self.options))
@@ -228,7 +232,8 @@ class RabbitmqSource(DataSource):
 
 def read_rabbitmq(ctx: ReadContext, table: TableSpec, opts: RabbitmqOptions) -> DataFrame:
     """The stream's messages as ``value``, each one's stream time (its chunk's) as the source
-    time, and its offset as the ``offset`` metadata."""
+    time, and its offset as the ``offset`` metadata; their JSON decoded by the tasks that read
+    them where the table's columns permit (``arroyo.formats.arrow_json``)."""
     ctx.spark.dataSource.register(RabbitmqSource)
     df = (
         ctx.spark.readStream.format(RabbitmqSource.name())
@@ -236,6 +241,8 @@ def read_rabbitmq(ctx: ReadContext, table: TableSpec, opts: RabbitmqOptions) -> 
         .option("parallelism", str(ctx.parallelism))
         .option("max_records", str(ctx.max_records_per_batch or MAX_RECORDS))
         .option("state", str(ctx.state_dir.resolve() / f"query-{ctx.query}"))
+        .option(arrow_json.OPTION, arrow_json.option(table))
         .load()
     )
-    return df.select("value", "_source_time", "_eoi", df["_offset"].alias("_meta_offset"))
+    offset = df["_offset"].alias("_meta_offset")
+    return df.select("value", "_source_time", "_eoi", offset, *arrow_json.carried(df.columns))

@@ -34,6 +34,7 @@ import structlog
 
 from arroyo.connectors.runtime.http import GIVE_UP_S, Backoff, HttpSourceError, permanent_status
 from arroyo.connectors.runtime.spool import Spool, SpooledReader, read_spooled
+from arroyo.formats.arrow_json import carried
 
 if TYPE_CHECKING:
     import aiohttp
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
     from arroyo.connectors.base import ReadContext
     from arroyo.connectors.runtime.http import HttpSourceOptions
     from arroyo.connectors.runtime.loop import Loop
+    from arroyo.program.spec import TableSpec
 
 log = structlog.get_logger(__name__)
 
@@ -277,7 +279,9 @@ def last_record(spool: Spool) -> tuple[str, bytes] | None:
     return last
 
 
-def read_http(ctx: ReadContext, source: type[DataSource], table: str, options: str) -> DataFrame:
+def read_http(
+    ctx: ReadContext, source: type[DataSource], table: TableSpec, options: str
+) -> DataFrame:
     """An HTTP source's stream: ``value``, ``_source_time`` (when the message reached the
     spool), ``_eoi``, ``_meta_topic`` (what the source's topic holds); the overflow markers
     counted into the metric ``overflow:<table>`` and left out."""
@@ -286,5 +290,6 @@ def read_http(ctx: ReadContext, source: type[DataSource], table: str, options: s
     df = read_spooled(ctx, source, table, options)
     marker = F.col("_topic") == OVERFLOW_TOPIC
     count = F.when(marker, F.col("value").cast("STRING").cast("BIGINT"))
-    df = df.observe(f"overflow:{table}", F.coalesce(F.sum(count), F.lit(0)).alias("dropped"))
-    return df.filter(~marker).select("value", "_source_time", "_eoi", "_meta_topic")
+    df = df.observe(f"overflow:{table.name}", F.coalesce(F.sum(count), F.lit(0)).alias("dropped"))
+    kept = ["value", "_source_time", "_eoi", "_meta_topic", *carried(df.columns)]
+    return df.filter(~marker).select(*kept)

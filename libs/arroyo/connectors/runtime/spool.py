@@ -29,11 +29,14 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.datasource_internal import _SimpleStreamReaderWrapper
 
+from arroyo.formats import arrow_json
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
     from pyspark.sql.types import StructType
 
     from arroyo.connectors.base import ReadContext
+    from arroyo.program.spec import TableSpec
 
 _HEADER = struct.Struct("<IqqI")  # topic length, time in ms, sequence (-1: none), payload length
 _SEGMENT_BYTES = 64 * 1024 * 1024
@@ -269,6 +272,9 @@ class SpooledReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]) -> None:
         # Pickled to the process that runs it: the spool and the client are made there.
         self.root = Path(options["spool"])
+        # The table's columns, when the reader decodes its JSON records (arroyo.formats.
+        # arrow_json).
+        self.decode = arrow_json.parse_option(options.get(arrow_json.OPTION))
         self._spool: Spool | None = None
         self.client: Any = None
         self._lock: Any = None
@@ -360,7 +366,7 @@ class SpooledReader(DataSourceStreamReader):
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, SpoolRange)
         records = read_records(Path(partition.root), partition.start, partition.end)
-        yield from spooled_batches(records)
+        yield from spooled_batches(records, self.decode)
 
     def commit(self, end: dict[str, int]) -> None:
         self.spool.cut(end["pos"])
@@ -431,7 +437,7 @@ class DriverReads(SimpleDataSourceStreamReader):
     def readBetweenOffsets(self, start: dict[str, int], end: dict[str, int]) -> Iterator[Any]:
         # A list: pyspark copies a simple reader's iterator to read it again.
         records = read_records(self.reader.root, start["pos"], end["pos"])
-        return iter(list(spooled_batches(records)))
+        return iter(list(spooled_batches(records, self.reader.decode)))
 
     def commit(self, end: dict[str, int]) -> None:
         self.reader.commit(end)
@@ -466,6 +472,9 @@ class SpooledSource(DataSource):
     reader_type: ClassVar[type[SpooledReader]]
 
     def schema(self) -> str:
+        decode = arrow_json.parse_option(self.options.get(arrow_json.OPTION))
+        if decode:
+            return f"{SPOOLED_SCHEMA}, {arrow_json.spark_fields(decode)}"
         return SPOOLED_SCHEMA
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
@@ -475,9 +484,11 @@ class SpooledSource(DataSource):
         return DriverReadsWrapper(DriverReads(reader))
 
 
-def spooled_batches(records: Iterator[tuple[str, int, bytes]]) -> Iterator[Any]:
+def spooled_batches(
+    records: Iterator[tuple[str, int, bytes]], decode: arrow_json.Columns | None = None
+) -> Iterator[Any]:
     """``records`` (a spool's) as Arrow batches of the spooled schema, of up to BATCH_ROWS
-    rows each."""
+    rows each; with their JSON decoded into ``decode``'s columns, when given."""
     import pyarrow as pa
 
     from arroyo.connectors.runtime.arrow_rows import BATCH_ROWS, TIMESTAMP
@@ -501,12 +512,14 @@ def spooled_batches(records: Iterator[tuple[str, int, bytes]]) -> Iterator[Any]:
             pa.repeat(pa.scalar(False), len(topics)),
             topic_column,
         ]
-        yield pa.RecordBatch.from_arrays(columns, names=names)
+        batch = pa.RecordBatch.from_arrays(columns, names=names)
+        yield arrow_json.with_decoded(batch, payloads, decode)
         if len(topics) < BATCH_ROWS:
             return
 
 
-# The schema of a spooled source (SpooledReader's rows, arrow_batches's columns).
+# The schema of a spooled source (SpooledReader's rows, arrow_batches's columns), and then
+# the decoded columns of a source that decodes.
 SPOOLED_SCHEMA = (
     "`_topic` STRING, `_source_time` TIMESTAMP, `value` BINARY, `_eoi` BOOLEAN, "
     "`_meta_topic` STRING"
@@ -514,16 +527,17 @@ SPOOLED_SCHEMA = (
 
 
 def read_spooled(
-    ctx: ReadContext, source: type[DataSource], table: str, options: str, **named: str
+    ctx: ReadContext, source: type[DataSource], table: TableSpec, options: str, **named: str
 ) -> DataFrame:
     """A spooled source's stream (``source``, a DataSource whose reader is a SpooledReader):
     its spool in the table's state, the table's ``options`` (JSON), and ``named`` options in
     which ``{ident}`` is a name stable for this pipeline and table (a persistent session's
-    client id, a durable consumer's name)."""
+    client id, a durable consumer's name). Its JSON records come decoded where the table's
+    columns permit (``arroyo.formats.arrow_json``)."""
     import hashlib
 
     state = ctx.state_dir.resolve()
-    ident = f"{table}-{hashlib.sha256(str(state).encode()).hexdigest()[:12]}"
+    ident = f"{table.name}-{hashlib.sha256(str(state).encode()).hexdigest()[:12]}"
     ctx.spark.dataSource.register(source)
     local = str(ctx.spark.conf.get("spark.master", "local")).startswith("local")
     executors_read = ctx.spark.conf.get(EXECUTORS_READ_SPOOL, str(local).lower())
@@ -532,6 +546,7 @@ def read_spooled(
         .option("spool", str(state / "spool"))
         .option("options", options)
         .option("executors_read", str(executors_read).lower())
+        .option(arrow_json.OPTION, arrow_json.option(table))
     )
     for key, value in named.items():
         reader = reader.option(key, value.format(ident=ident))

@@ -17,6 +17,7 @@ from arroyo.connectors.runtime.http_source import (
 )
 from arroyo.connectors.runtime.spool import Spool, SpooledSource
 from arroyo.connectors.sse.options import SseOptions
+from arroyo.formats.arrow_json import carried
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -150,7 +151,7 @@ def read_sse(ctx: ReadContext, table: TableSpec, opts: SseOptions) -> DataFrame:
     and ``event_id`` metadata."""
     from pyspark.sql import functions as F
 
-    df = read_http(ctx, SseSource, table.name, opts.model_dump_json(by_alias=True))
+    df = read_http(ctx, SseSource, table, opts.model_dump_json(by_alias=True))
     topic = F.col("_meta_topic")
     has_id = F.instr(topic, _ID_SEPARATOR) > 0
     return df.select(
@@ -159,4 +160,5 @@ def read_sse(ctx: ReadContext, table: TableSpec, opts: SseOptions) -> DataFrame:
         "_eoi",
         F.substring_index(topic, _ID_SEPARATOR, 1).alias("_meta_event_type"),
         F.when(has_id, F.substring_index(topic, _ID_SEPARATOR, -1)).alias("_meta_event_id"),
+        *carried(df.columns),
     )

@@ -78,5 +78,5 @@ class WebsocketSource(SpooledSource):
 
 def read_websocket(ctx: ReadContext, table: TableSpec, opts: WebsocketOptions) -> DataFrame:
     """Each message as ``value``."""
-    df = read_http(ctx, WebsocketSource, table.name, opts.model_dump_json(by_alias=True))
+    df = read_http(ctx, WebsocketSource, table, opts.model_dump_json(by_alias=True))
     return df.drop("_meta_topic")
