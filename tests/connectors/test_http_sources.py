@@ -403,6 +403,53 @@ def test_event_parser_reads_the_standard_s_line_endings_and_fields() -> None:
         EventParser(limit=4).feed(b"data: 12345\n")
 
 
+def test_a_stream_of_plain_data_events_is_read_alike_whole_or_line_by_line() -> None:
+    """A chunk of events that are each one ``data:`` line is split at once (``_plain``); any
+    other layout, cut anywhere, gives the same events as reading every line."""
+    import random
+
+    from arroyo.connectors.sse.source import EventParser
+
+    rng = random.Random(30)
+    pieces = [
+        b"data: a\n\n",
+        b"data:b\n\n",
+        b"data: c\ndata: d\n\n",
+        b"event: x\ndata: e\n\n",
+        b"id: 7\n\n",
+        b": comment\n\n",
+        b"data: f\r\n\r\n",
+        b"\n\n",
+        b"data:\n\n",
+        b"retry: 5\ndata: g\n\n",
+        b"data: h\n",
+        b"data: %s\n\n" % (b"y" * 70),
+    ]
+    for _ in range(300):
+        stream = b"".join(rng.choice(pieces) for _ in range(30))
+        cuts = sorted(rng.sample(range(len(stream)), 5))
+        parser, got = EventParser(limit=64), []
+        try:
+            for lo, hi in zip([0, *cuts], [*cuts, len(stream)], strict=True):
+                got += parser.feed(stream[lo:hi])
+        except ValueError:
+            got.append("too large")
+        reference, want = EventParser(limit=64), []
+        try:
+            want = reference._lines(stream)
+        except ValueError:
+            want = [*want, "too large"]
+        if "too large" in got or "too large" in want:
+            assert ("too large" in got) == ("too large" in want)
+        else:
+            assert got == want
+    plain = b"".join(b'data: {"n": %d}\n\n' % n for n in range(5000))
+    parser, events = EventParser(limit=64), []
+    for at in range(0, len(plain), 4096):
+        events += parser.feed(plain[at : at + 4096])
+    assert [data for _, _, data in events] == [b'{"n": %d}' % n for n in range(5000)]
+
+
 def test_an_endpoint_that_stays_down_stops_the_source_naming_it(tmp_path: Path) -> None:
     """Retried with backoff, then given up (here after half a second, not two minutes): the
     reader's next read raises, which fails the query."""

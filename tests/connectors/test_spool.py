@@ -4,6 +4,7 @@ the sequence numbers spooled are found again."""
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 from arroyo.connectors.runtime.spool import Spool
@@ -65,6 +66,41 @@ def test_a_batch_ends_at_a_record_within_its_bytes(tmp_path: Path) -> None:
     assert spool.boundary(0, 5, spool.end) == size
     reopened = Spool(tmp_path)  # no marks: the headers are read
     assert reopened.boundary(size, 1_500_000, reopened.end) == size + (1_500_000 // size) * size
+
+
+def test_many_records_appended_at_once_read_as_appended_one_by_one(tmp_path: Path) -> None:
+    one, many = (
+        Spool(tmp_path / "one", segment_bytes=4096),
+        Spool(tmp_path / "many", segment_bytes=4096),
+    )
+    payloads = [b"p" * (n % 7) for n in range(3000)]
+    for at in range(0, 3000, 500):
+        for payload in payloads[at : at + 500]:
+            one.append("t", at, payload, flush=False)
+        many.append_many("t", at, payloads[at : at + 500])
+    assert many.flush() == one.flush()
+    assert list(many.read(0, many.end)) == list(one.read(0, one.end))
+    assert Spool(tmp_path / "many").end == many.end  # whole records, as a reopening finds them
+
+
+def test_a_range_splits_at_record_ends_into_about_equal_parts(tmp_path: Path) -> None:
+    """``split``: where a micro-batch's range is cut for its tasks (the writer's marks, about
+    every megabyte); a range with no mark within, or one written before this run, is one part."""
+    spool = Spool(tmp_path)
+    size = Spool.size("t", b"x" * 1000)
+    for at in range(0, 6000, 1000):
+        spool.append_many("t", at, [b"x" * 1000] * 1000)
+    cuts = spool.split(0, spool.end, 2)
+    assert len(cuts) == 1 and cuts[0] % size == 0
+    assert abs(cuts[0] - spool.end // 2) <= 1_100_000
+    three = spool.split(size, spool.end, 3)
+    assert len(three) == 2 and size < three[0] < three[1] < spool.end
+    assert all(c % size == 0 for c in three)
+    assert spool.split(0, 10 * size, 2) == []  # no mark within
+    assert Spool(tmp_path).split(0, spool.end, 2) == []  # no marks: written before this run
+    parts = [0, *cuts, spool.end]
+    read = [r for lo, hi in itertools.pairwise(parts) for r in spool.read(lo, hi)]
+    assert len(read) == 6000
 
 
 def test_the_position_a_spool_was_cut_at_is_remembered(tmp_path: Path) -> None:

@@ -89,17 +89,22 @@ class Buffer:
         return self.spool.end - self.reader.taken >= self.limit
 
     async def put(self, topic: str, payload: bytes) -> None:
+        await self.put_many(topic, [payload])
+
+    async def put_many(self, topic: str, payloads: list[bytes]) -> None:
+        """Spools ``payloads`` (of one topic), once there is room: all of them then, though
+        they may take the spool past its bound by their own size."""
         if self.full():
             if self.drop:
                 with self.lock:
-                    self.dropped += 1
+                    self.dropped += len(payloads)
                 return
             while self.full():
                 await asyncio.sleep(_BACKPRESSURE_POLL_S)
         if self.dropped:
             self.flush_dropped()
         # Flushed by the reader before it reads (``HttpSpooledReader.read``).
-        self.spool.append(topic, int(time.time() * 1000), payload, flush=False)
+        self.spool.append_many(topic, int(time.time() * 1000), payloads)
 
     def flush_dropped(self) -> None:
         """Writes the count of messages dropped since the last marker, if any, and there is

@@ -14,6 +14,7 @@ again after a crash between the spool write and the acknowledgement is recognise
 
 from __future__ import annotations
 
+import itertools
 import os
 import struct
 import threading
@@ -143,20 +144,43 @@ class Spool:
         name = topic.encode()
         record = _HEADER.pack(len(name), at_ms, sequence, len(payload)) + name + payload
         with self.lock:
-            if self._file is None or self.end - self._file_start >= self.segment_bytes:
-                if self._file is not None:
-                    # Durable before it is let go: ``sync`` reaches the open segment only.
-                    self._file.flush()
-                    os.fsync(self._file.fileno())
-                    self._file.close()
-                self._file_start = self.end
-                self._file = self._path(self.end).open("ab")
-            self._file.write(record)
+            self._segment().write(record)
             if flush:
                 self._file.flush()
             self.end += len(record)
             if self.end - (self._marks[-1] if self._marks else 0) >= _MARK_BYTES:
                 self._marks.append(self.end)
+
+    def append_many(self, topic: str, at_ms: int, payloads: list[bytes]) -> None:
+        """``append`` of each of ``payloads`` (without ``flush``, no sequence), in one write."""
+        name = topic.encode()
+        pack, topic_len = _HEADER.pack, len(name)
+        parts: list[bytes] = []
+        with self.lock:
+            file = self._segment()
+            end = self.end
+            mark = self._marks[-1] if self._marks else 0
+            for payload in payloads:
+                parts += (pack(topic_len, at_ms, -1, len(payload)), name, payload)
+                end += _HEADER.size + topic_len + len(payload)
+                if end - mark >= _MARK_BYTES:
+                    self._marks.append(end)
+                    mark = end
+            file.write(b"".join(parts))
+            self.end = end
+
+    def _segment(self) -> Any:
+        """The segment file to append to (holding the lock): a new one once the open one
+        holds ``segment_bytes``."""
+        if self._file is None or self.end - self._file_start >= self.segment_bytes:
+            if self._file is not None:
+                # Durable before it is let go: ``sync`` reaches the open segment only.
+                self._file.flush()
+                os.fsync(self._file.fileno())
+                self._file.close()
+            self._file_start = self.end
+            self._file = self._path(self.end).open("ab")
+        return self._file
 
     def flush(self) -> int:
         """What was appended without ``flush``, handed to the operating system; the end of
@@ -235,6 +259,20 @@ class Spool:
                     pos = following
         return pos
 
+    def split(self, begin: int, end: int, parts: int) -> list[int]:
+        """Record ends strictly between ``begin`` and ``end`` that cut it into up to ``parts``
+        ranges of about equal size: the marks of this run nearest each even cut (none where
+        no mark falls between: records written before this run)."""
+        with self.lock:
+            marks = [m for m in self._marks if begin < m < end]
+        cuts: list[int] = []
+        for i in range(1, parts):
+            ideal = begin + (end - begin) * i // parts
+            near = min(marks, key=lambda m: abs(m - ideal), default=None)
+            if near is not None and near > (cuts[-1] if cuts else begin):
+                cuts.append(near)
+        return cuts
+
     def cut(self, committed: int) -> None:
         """Removes the segments wholly before ``committed``, and remembers it
         (``committed``)."""
@@ -267,7 +305,9 @@ class SpooledReader(DataSourceStreamReader):
     of what a simple reader's batch, handed over by the driver, costs Spark. So the spool must
     be where the executors run: local mode, or one machine (elsewhere, ``DriverReads``).
     Rows: ``_topic``, ``_source_time`` (when the message reached the spool), ``value``,
-    ``_eoi``, ``_meta_topic``. Options: ``spool`` (its directory)."""
+    ``_eoi``, ``_meta_topic`` (and the decoded columns, ``arroyo.formats.arrow_json``).
+    Options: ``spool`` (its directory), ``parallelism`` (tasks a micro-batch is read by, at
+    most), ``decode_json``."""
 
     def __init__(self, options: dict[str, str]) -> None:
         # Pickled to the process that runs it: the spool and the client are made there.
@@ -275,6 +315,7 @@ class SpooledReader(DataSourceStreamReader):
         # The table's columns, when the reader decodes its JSON records (arroyo.formats.
         # arrow_json).
         self.decode = arrow_json.parse_option(options.get(arrow_json.OPTION))
+        self.parallelism = int(options.get("parallelism", "1"))
         self._spool: Spool | None = None
         self.client: Any = None
         self._lock: Any = None
@@ -359,9 +400,12 @@ class SpooledReader(DataSourceStreamReader):
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
         self.planned_up_to(end["pos"])
-        if end["pos"] <= start["pos"]:
+        begin, last = start["pos"], end["pos"]
+        if last <= begin:
             return []
-        return [SpoolRange(str(self.root), start["pos"], end["pos"])]
+        # A task a range, read side by side (cut where this run marked record ends).
+        bounds = [begin, *self.spool.split(begin, last, self.parallelism), last]
+        return [SpoolRange(str(self.root), lo, hi) for lo, hi in itertools.pairwise(bounds)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, SpoolRange)
@@ -547,6 +591,7 @@ def read_spooled(
         .option("options", options)
         .option("executors_read", str(executors_read).lower())
         .option(arrow_json.OPTION, arrow_json.option(table))
+        .option("parallelism", str(ctx.parallelism))
     )
     for key, value in named.items():
         reader = reader.option(key, value.format(ident=ident))

@@ -7,6 +7,7 @@ last event received, or, after a restart, of the last event the spool holds.
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 from arroyo.connectors.runtime.http_source import (
@@ -46,6 +47,33 @@ class EventParser:
     def feed(self, chunk: bytes) -> list[tuple[str, str | None, bytes]]:
         """The events ``chunk`` completes: (type, last event id, data)."""
         data = self.pending + chunk
+        self.pending = b""
+        if not self.data and not self.event_type:
+            # What a busy stream mostly is: events of one ``data:`` line each, split at once.
+            events, data = self._plain(data)
+            if data:
+                events += self._lines(data)
+            return events
+        return self._lines(data)
+
+    def _plain(self, data: bytes) -> tuple[list[tuple[str, str | None, bytes]], bytes]:
+        """The events at the start of ``data`` up to its last blank line, if each is one
+        ``data:`` line (LF-ended, within the limit), and the rest of ``data``; else none, and
+        all of it."""
+        cut = data.rfind(b"\n\n")
+        if cut < 0 or b"\r" in data:
+            return [], data
+        blocks = data[:cut].split(b"\n\n")
+        if data.count(b"\n", 0, cut) != 2 * (len(blocks) - 1) or not all(
+            b[:5] == b"data:" and len(b) <= self.limit for b in blocks
+        ):
+            return [], data
+        last_id = self.last_id
+        events = [("message", last_id, b[6:] if b[5:6] == b" " else b[5:]) for b in blocks]
+        return events, data[cut + 2 :]
+
+    def _lines(self, data: bytes) -> list[tuple[str, str | None, bytes]]:
+        """The events ``data`` completes, line by line."""
         # A CR at the end may be half of a CRLF: held back until the next chunk says.
         hold = b"\r" if data.endswith(b"\r") else b""
         lines = (data[:-1] if hold else data).splitlines(keepends=True)
@@ -88,6 +116,10 @@ class EventParser:
         return event_type, self.last_id, b"\n".join(data)
 
 
+def _type_and_id(event: tuple[str, str | None, bytes]) -> tuple[str, str | None]:
+    return event[0], event[1]
+
+
 class SseReader(HttpSpooledReader):
     options_model = SseOptions
     kind = "SSE endpoint"
@@ -123,15 +155,17 @@ class SseReader(HttpSpooledReader):
                     events = parser.feed(chunk)
                 except ValueError as err:
                     raise self.too_large(str(err)) from err
-                for event_type, event_id, data in events:
-                    self.last_id = event_id
+                if events:
+                    self.last_id = events[-1][1]
                     connection.backoff.succeeded()
+                # Spooled a run of events of one type and id at a time.
+                for (event_type, event_id), run in itertools.groupby(events, _type_and_id):
                     if wanted and event_type not in wanted:
                         continue
                     topic = (
                         event_type if event_id is None else f"{event_type}{_ID_SEPARATOR}{event_id}"
                     )
-                    await connection.buffer.put(topic, data)
+                    await connection.buffer.put_many(topic, [data for _, _, data in run])
                 if parser.retry_ms is not None:
                     connection.backoff.first_s = parser.retry_ms / 1000
 
