@@ -1,6 +1,8 @@
 """Formats: how a table's rows travel as bytes, decoded and encoded by Spark expressions.
 
-Nothing here touches a row in Python: decoding is ``from_json`` / casts, encoding is ``to_json``.
+Decoding is ``from_json`` / casts, encoding is ``to_json``: no row passes through Python, but
+for ``arrow_json``, with which a source that reads its messages in Python decodes plain JSON
+into simple columns where it reads them (Arrow's reader, a slice of records a call).
 Options come from the table's ``WITH`` clause under the format's prefix (``json.*``).
 """
 
