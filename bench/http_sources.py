@@ -11,7 +11,8 @@ client to its last event (it does not decode the JSON), the
 pipeline to the end of the micro-batch that read the last one (``connector = 'sse'`` or
 ``'websocket'``, decoded into a column, into a ``blackhole``), in this process's Spark (local,
 parallelism 2), as ``arroyo run`` runs one. "with start-up" adds, for the pipeline, the time
-from planning it to the server's first write (Spark already running).
+from planning it to the server's first write (Spark already running). Each pipeline runs once
+unmeasured first, on as many events (its tasks' Python workers started, the JIT warm).
 
     .venv/bin/python bench/http_sources.py [--events 200000] [--repeat 1]
 """
@@ -193,11 +194,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1, help="runs of each side")
     args = parser.parse_args()
     spark = get_or_create_session(SessionSettings(parallelism=PARALLELISM))
-    warm = Server(1_000)
     server = Server(args.events)
     try:
         for kind in ("sse", "websocket"):
-            pipeline(spark, warm, kind)  # warm-up, unmeasured
+            # Warm-up, unmeasured, as large as the measured runs: a smaller one would start
+            # fewer tasks' Python workers, and leave the JIT cold.
+            pipeline(spark, server, kind)
         print(f"{'source':<10} {'side':<9} {'seconds':>8} {'events/s':>10} {'with start-up':>14}")
         for kind in ("sse", "websocket"):
             for _ in range(args.repeat):
@@ -212,7 +214,6 @@ def main() -> None:
                 rate, total = args.events / seconds, args.events / (seconds + startup)
                 print(f"{kind:<10} {'pipeline':<9} {seconds:>8.2f} {rate:>10.0f} {total:>14.0f}")
     finally:
-        warm.close()
         server.close()
 
 

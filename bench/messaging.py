@@ -31,9 +31,10 @@ with its key), which the pipeline decodes into a column and the client does not.
   as it was sent, and the note under the case says so. No start-up figure: the pipeline was
   running before.
 
-Each side runs once unmeasured first, on a tenth of the events: the first run of a source or
-sink in a JVM pays seconds for loading its code, starting Python workers and the JIT. Then each
-side runs ``--repeat`` times, interleaved, and the median run is shown.
+Each side runs once unmeasured first, on as many events: the first run of a source or sink in a
+JVM pays seconds for loading its code, starting a Python worker for each task it runs (a
+smaller run starts fewer) and the JIT. Then each side runs ``--repeat`` times, interleaved, and
+the median run is shown.
 
 The lookup join: a generated stream (``impulse``, ``--lookup-batch-rows`` a micro-batch) joined
 to a Redis lookup table of ``--keys`` keys (the key: the event's number modulo the keys), into a
@@ -867,16 +868,16 @@ def run_side(
 def compare(
     spark: SparkSession, case: Case, servers: Servers, args: argparse.Namespace
 ) -> Compared:
-    """Each side once unmeasured, on a tenth of the events (the first run of a source or sink
-    in a JVM pays for loading its code, starting its Python workers and the JIT: seconds,
-    which would otherwise fall on the pipeline), then ``--repeat`` times, interleaved (client,
-    ours, ours, client, ...): the median run of each side by events/s."""
+    """Each side once unmeasured, on as many events as the measured runs (the first run of a
+    source or sink in a JVM pays for loading its code, starting a Python worker for each task
+    it runs, and the JIT: seconds, which would otherwise fall on the pipeline; a smaller run
+    would start fewer tasks), then ``--repeat`` times, interleaved (client, ours, ours, client,
+    ...): the median run of each side by events/s."""
     server = servers[case.server]
     runs: dict[bool, list[Timed]] = {False: [], True: []}
     with tempfile.TemporaryDirectory() as tmp:
-        warm_up = max(1_000, args.events // 10)
         for pipeline in (False, True):
-            run_side(spark, case, server, warm_up, Path(tmp), pipeline=pipeline)
+            run_side(spark, case, server, args.events, Path(tmp), pipeline=pipeline)
         for r in range(args.repeat):
             for pipeline in (False, True) if r % 2 == 0 else (True, False):
                 timed = run_side(spark, case, server, args.events, Path(tmp), pipeline=pipeline)
