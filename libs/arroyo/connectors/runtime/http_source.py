@@ -288,13 +288,16 @@ def read_http(
     ctx: ReadContext, source: type[DataSource], table: TableSpec, options: str
 ) -> DataFrame:
     """An HTTP source's stream: ``value``, ``_source_time`` (when the message reached the
-    spool), ``_eoi``, ``_meta_topic`` (what the source's topic holds); the overflow markers
-    counted into the metric ``overflow:<table>`` and left out."""
+    spool), ``_eoi``, ``_meta_topic`` (what the source's topic holds); with ``buffer.overflow
+    = 'drop'``, the overflow markers counted into the metric ``overflow:<table>`` and left out
+    (with backpressure there are none to look for)."""
     from pyspark.sql import functions as F
 
     df = read_spooled(ctx, source, table, options)
+    kept = ["value", "_source_time", "_eoi", "_meta_topic", *carried(df.columns)]
+    if json.loads(options).get("buffer.overflow") != "drop":
+        return df.select(*kept)
     marker = F.col("_topic") == OVERFLOW_TOPIC
     count = F.when(marker, F.col("value").cast("STRING").cast("BIGINT"))
     df = df.observe(f"overflow:{table.name}", F.coalesce(F.sum(count), F.lit(0)).alias("dropped"))
-    kept = ["value", "_source_time", "_eoi", "_meta_topic", *carried(df.columns)]
     return df.filter(~marker).select(*kept)
