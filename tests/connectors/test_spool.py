@@ -83,6 +83,19 @@ def test_many_records_appended_at_once_read_as_appended_one_by_one(tmp_path: Pat
     assert Spool(tmp_path / "many").end == many.end  # whole records, as a reopening finds them
 
 
+def test_a_record_of_lines_reads_as_its_messages(tmp_path: Path) -> None:
+    spool = Spool(tmp_path)
+    spool.append("a", 1, b"first")
+    spool.append_lines("b", 2, b"x\ny\n\nz")
+    spool.append("c", 3, b"last")
+    assert list(spool.read(0, spool.flush())) == [
+        ("a", 1, b"first"),
+        *[("b", 2, line) for line in (b"x", b"y", b"", b"z")],
+        ("c", 3, b"last"),
+    ]
+    assert spool.sequences() == set()
+
+
 def test_a_range_splits_at_record_ends_into_about_equal_parts(tmp_path: Path) -> None:
     """``split``: where a micro-batch's range is cut for its tasks (the writer's marks, about
     every megabyte); a range with no mark within, or one written before this run, is one part."""

@@ -94,17 +94,28 @@ class Buffer:
     async def put_many(self, topic: str, payloads: list[bytes]) -> None:
         """Spools ``payloads`` (of one topic), once there is room: all of them then, though
         they may take the spool past its bound by their own size."""
+        if await self._room(len(payloads)):
+            # Flushed by the reader before it reads (``HttpSpooledReader.read``).
+            self.spool.append_many(topic, int(time.time() * 1000), payloads)
+
+    async def put_lines(self, topic: str, lines: bytes, count: int) -> None:
+        """Spools the ``count`` messages ``lines`` holds, one a line, as ``put_many``."""
+        if await self._room(count):
+            self.spool.append_lines(topic, int(time.time() * 1000), lines)
+
+    async def _room(self, count: int) -> bool:
+        """Whether ``count`` messages are to be spooled (else they were dropped, and
+        counted), once there is room."""
         if self.full():
             if self.drop:
                 with self.lock:
-                    self.dropped += len(payloads)
-                return
+                    self.dropped += count
+                return False
             while self.full():
                 await asyncio.sleep(_BACKPRESSURE_POLL_S)
         if self.dropped:
             self.flush_dropped()
-        # Flushed by the reader before it reads (``HttpSpooledReader.read``).
-        self.spool.append_many(topic, int(time.time() * 1000), payloads)
+        return True
 
     def flush_dropped(self) -> None:
         """Writes the count of messages dropped since the last marker, if any, and there is

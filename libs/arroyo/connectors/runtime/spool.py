@@ -7,6 +7,8 @@ acknowledges nothing (``flush=False``), before any reader reads it; ``sync`` mak
 appended durable (fsync) before a source acknowledges it to its system. Segment files are
 named by their first byte's position; positions run on across segments and restarts, and
 segments wholly before a committed position are removed.
+A record may hold several messages, none with a line break, one a line (``append_lines``: a
+run of server-sent events, as they came), which reading gives one by one.
 A record may carry the system's own sequence number (JetStream's), so that a message delivered
 again after a crash between the spool write and the acknowledgement is recognised
 (``sequences``) and not spooled twice.
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
     from arroyo.program.spec import TableSpec
 
 _HEADER = struct.Struct("<IqqI")  # topic length, time in ms, sequence (-1: none), payload length
+# The sequence of a record that holds several messages, one a line (``append_lines``).
+_LINES = -2
 _SEGMENT_BYTES = 64 * 1024 * 1024
 # The most a micro-batch takes of the spool (the rest waits for the next batch).
 BATCH_BYTES = 64 * 1024 * 1024
@@ -93,14 +97,18 @@ def read_records(root: Path, start: int, end: int) -> Iterator[tuple[str, int, b
             data = f.read(min(end, first + size) - begin)
         pos, stop = 0, len(data)
         while pos + header <= stop:
-            topic_len, at_ms, _sequence, length = unpack(data, pos)
+            topic_len, at_ms, sequence, length = unpack(data, pos)
             topic_at = pos + header
             payload_at = topic_at + topic_len
             pos = payload_at + length
             if pos > stop:  # cut short (by a crash, or being written): not a whole record
                 return
             topic = data[topic_at:payload_at].decode("utf-8", "replace")
-            yield topic, at_ms, data[payload_at:pos]
+            if sequence == _LINES:
+                for line in data[payload_at:pos].split(b"\n"):
+                    yield topic, at_ms, line
+            else:
+                yield topic, at_ms, data[payload_at:pos]
 
 
 class Spool:
@@ -168,6 +176,11 @@ class Spool:
                     mark = end
             file.write(b"".join(parts))
             self.end = end
+
+    def append_lines(self, topic: str, at_ms: int, lines: bytes) -> None:
+        """``append`` (without ``flush``) of the messages ``lines`` holds, one a line (none
+        holds a line break), as one record: reading gives each line as a message."""
+        self.append(topic, at_ms, lines, _LINES, flush=False)
 
     def _segment(self) -> Any:
         """The segment file to append to (holding the lock): a new one once the open one

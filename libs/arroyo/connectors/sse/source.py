@@ -11,6 +11,7 @@ import itertools
 from typing import TYPE_CHECKING
 
 from arroyo.connectors.runtime.http_source import (
+    Buffer,
     Connection,
     HttpSpooledReader,
     last_record,
@@ -31,6 +32,12 @@ if TYPE_CHECKING:
 _ID_SEPARATOR = "\n"
 
 
+# An event: its type, the last event id, its data.
+Event = tuple[str, str | None, bytes]
+# Events of one type and id: their data, one a line when there are more than one, and how many.
+Run = tuple[str, str | None, bytes, int]
+
+
 class EventParser:
     """Server-sent events from the bytes of a stream, fed in chunks as they arrive. An event
     or line longer than ``limit`` bytes raises ``ValueError``."""
@@ -44,35 +51,59 @@ class EventParser:
         self.last_id = last_id
         self.retry_ms: int | None = None
 
-    def feed(self, chunk: bytes) -> list[tuple[str, str | None, bytes]]:
+    def feed(self, chunk: bytes) -> list[Event]:
         """The events ``chunk`` completes: (type, last event id, data)."""
+        events: list[Event] = []
+        for event_type, event_id, data, count in self.runs(chunk):
+            if count == 1:
+                events.append((event_type, event_id, data))
+            else:
+                events += [(event_type, event_id, line) for line in data.split(b"\n")]
+        return events
+
+    def runs(self, chunk: bytes) -> list[Run]:
+        """The events ``chunk`` completes, as ``feed``, each with a count of 1, or several at
+        once: a run of events of one ``data:`` line each, what a busy stream mostly is, with
+        their data one a line, and their count."""
         data = self.pending + chunk
         self.pending = b""
-        if not self.data and not self.event_type:
-            # What a busy stream mostly is: events of one ``data:`` line each, split at once.
-            events, data = self._plain(data)
-            if data:
-                events += self._lines(data)
-            return events
-        return self._lines(data)
+        found: list[Run] = []
+        if self.data or self.event_type:
+            # An event an earlier chunk began: line by line, up to its blank line.
+            blank = -1 if data[:1] == b"\n" else data.find(b"\n\n")
+            if (blank < 0 and data[:1] != b"\n") or b"\r" in data:
+                return [(*event, 1) for event in self._lines(data)]
+            end = blank + 2
+            found = [(*event, 1) for event in self._lines(data[:end])]
+            data = data[end:]
+        run, data = self._plain(data)
+        if run:
+            found.append(run)
+        if data:
+            found += [(*event, 1) for event in self._lines(data)]
+        return found
 
-    def _plain(self, data: bytes) -> tuple[list[tuple[str, str | None, bytes]], bytes]:
-        """The events at the start of ``data`` up to its last blank line, if each is one
-        ``data:`` line (LF-ended, within the limit), and the rest of ``data``; else none, and
-        all of it."""
+    def _plain(self, data: bytes) -> tuple[Run | None, bytes]:
+        """The events at the start of ``data`` up to its last blank line as one run, if each
+        is one ``data: `` line (LF-ended, within the limit), and the rest of ``data``; else
+        no run, and all of it. Found with a few passes of bytes methods, not event by event."""
         cut = data.rfind(b"\n\n")
         if cut < 0 or b"\r" in data:
-            return [], data
-        blocks = data[:cut].split(b"\n\n")
-        if data.count(b"\n", 0, cut) != 2 * (len(blocks) - 1) or not all(
-            b[:5] == b"data:" and len(b) <= self.limit for b in blocks
+            return None, data
+        head = data[:cut]
+        blanks = head.count(b"\n\n")
+        if (
+            not head.startswith(b"data: ")
+            or head.count(b"\n") != 2 * blanks  # no line but the data one in any event
+            or head.count(b"\n\ndata: ") != blanks  # each event's line its data
         ):
-            return [], data
-        last_id = self.last_id
-        events = [("message", last_id, b[6:] if b[5:6] == b" " else b[5:]) for b in blocks]
-        return events, data[cut + 2 :]
+            return None, data
+        if len(head) > self.limit and any(len(b) > self.limit for b in head.split(b"\n\n")):
+            return None, data
+        lines = head[6:].replace(b"\n\ndata: ", b"\n")
+        return ("message", self.last_id, lines, blanks + 1), data[cut + 2 :]
 
-    def _lines(self, data: bytes) -> list[tuple[str, str | None, bytes]]:
+    def _lines(self, data: bytes) -> list[Event]:
         """The events ``data`` completes, line by line."""
         # A CR at the end may be half of a CRLF: held back until the next chunk says.
         hold = b"\r" if data.endswith(b"\r") else b""
@@ -108,7 +139,7 @@ class EventParser:
         elif name == b"retry" and value.isdigit():
             self.retry_ms = int(value)
 
-    def _dispatch(self) -> tuple[str, str | None, bytes] | None:
+    def _dispatch(self) -> Event | None:
         data, event_type = self.data, self.event_type or "message"
         self.data, self.size, self.event_type = [], 0, ""
         if not data:
@@ -116,8 +147,24 @@ class EventParser:
         return event_type, self.last_id, b"\n".join(data)
 
 
-def _type_and_id(event: tuple[str, str | None, bytes]) -> tuple[str, str | None]:
-    return event[0], event[1]
+def _type_and_id(run: Run) -> tuple[str, str | None]:
+    return run[0], run[1]
+
+
+async def _spool(buffer: Buffer, topic: str, runs: list[Run]) -> None:
+    """``runs`` of one topic into the spool: a run of several events as one record of lines,
+    single events a write for those in a row."""
+    single: list[bytes] = []
+    for _, _, data, count in runs:
+        if count == 1:
+            single.append(data)
+            continue
+        if single:
+            await buffer.put_many(topic, single)
+            single = []
+        await buffer.put_lines(topic, data, count)
+    if single:
+        await buffer.put_many(topic, single)
 
 
 class SseReader(HttpSpooledReader):
@@ -152,20 +199,20 @@ class SseReader(HttpSpooledReader):
             parser = EventParser(self.opts.max_message_bytes, self.last_id)
             async for chunk in response.content.iter_any():
                 try:
-                    events = parser.feed(chunk)
+                    runs = parser.runs(chunk)
                 except ValueError as err:
                     raise self.too_large(str(err)) from err
-                if events:
-                    self.last_id = events[-1][1]
+                if runs:
+                    self.last_id = runs[-1][1]
                     connection.backoff.succeeded()
                 # Spooled a run of events of one type and id at a time.
-                for (event_type, event_id), run in itertools.groupby(events, _type_and_id):
+                for (event_type, event_id), same in itertools.groupby(runs, _type_and_id):
                     if wanted and event_type not in wanted:
                         continue
                     topic = (
                         event_type if event_id is None else f"{event_type}{_ID_SEPARATOR}{event_id}"
                     )
-                    await connection.buffer.put_many(topic, [data for _, _, data in run])
+                    await _spool(connection.buffer, topic, list(same))
                 if parser.retry_ms is not None:
                     connection.backoff.first_s = parser.retry_ms / 1000
 
