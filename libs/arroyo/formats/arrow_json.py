@@ -9,8 +9,10 @@ all of ``ARROW_TYPES`` (no TIMESTAMP, DECIMAL, DATE or nested column, whose read
 in plain ``json`` (no registry header, no envelope, no framing). Even then Arrow's reader is
 stricter than Spark's (single quotes, NaN, a number given for a STRING column, a value spread
 over lines), so each slice of ``SLICE_ROWS`` records is taken whole or not at all: a slice
-Arrow refuses, or one whose records are not each one line holding one object, is left to
-``from_json`` (``_decoded`` false), which then decides, with ``bad_data``, as for any record.
+Arrow refuses, or one whose records are not each one line holding one object, or that holds
+what the two read apart (``Inf``, ``-NaN``, a ``-0`` DOUBLE, what passes Jackson's limits on
+nesting and on the lengths of numbers and keys), is left to ``from_json`` (``_decoded``
+false), which then decides, with ``bad_data``, as for any record.
 tests/formats/test_arrow_json.py checks that both read the same records alike.
 
 A source that decodes gives Spark, beside ``value`` (kept: a record found bad is named by
@@ -21,6 +23,7 @@ reads those where ``_decoded`` is true and runs ``from_json`` on the rest.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -128,6 +131,12 @@ def _read(records: Sequence[bytes | None], columns: Columns) -> pa.Table | None:
     joined = b"\n".join(records)  # type: ignore[arg-type]
     if joined.count(b"\n") != len(records) - 1 or b"\r" in joined:
         return None
+    # Arrow's reader takes Inf, -Inf and -NaN, which Jackson (Spark's) refuses (anywhere in
+    # the text: one in a string only sends its slice to from_json).
+    if b"Inf" in joined or b"NaN" in joined:
+        return None
+    if max(map(len, records)) > _SHORT and any(_past_jackson(r) for r in records):  # type: ignore[arg-type]
+        return None
     try:  # Arrow's reader lets bytes that are not UTF-8 into its strings
         joined.decode("utf-8")
     except UnicodeDecodeError:
@@ -143,7 +152,37 @@ def _read(records: Sequence[bytes | None], columns: Columns) -> pa.Table | None:
         )
     except pa.ArrowException:
         return None
-    return table if table.num_rows == len(records) else None
+    if table.num_rows != len(records):
+        return None
+    for name, kind in columns:
+        # A -0 read into a DOUBLE: Arrow gives -0.0, Spark 0.0 (as it gives -0.0 for -0.0).
+        if kind == "DOUBLE" and _negative_zero(table.column(name)):
+            return None
+    return table
+
+
+# Records this long or shorter cannot reach Jackson's limits (``_past_jackson``).
+_SHORT = 1000
+# A number of a thousand characters or more (Jackson's longest is 1,000).
+_LONG_NUMBER = re.compile(rb"[-+.eE0-9]{1000}")
+
+
+def _past_jackson(record: bytes) -> bool:
+    """Whether ``record`` may pass a limit of Jackson's that Arrow's reader does not have (a
+    key of 50,000 characters, nesting 1,000 deep, a number of 1,000 digits), so that Spark
+    would refuse it; conservatively (then from_json decides)."""
+    if len(record) <= _SHORT:
+        return False
+    if len(record) > 50_000 or record.count(b"{") + record.count(b"[") > 1000:
+        return True
+    return _LONG_NUMBER.search(record) is not None
+
+
+def _negative_zero(column: pa.ChunkedArray) -> bool:
+    import numpy as np
+
+    values = column.to_numpy()
+    return bool(np.any((values == 0) & np.signbit(values)))
 
 
 def with_decoded(

@@ -299,16 +299,18 @@ def read_http(
     ctx: ReadContext, source: type[DataSource], table: TableSpec, options: str
 ) -> DataFrame:
     """An HTTP source's stream: ``value``, ``_source_time`` (when the message reached the
-    spool), ``_eoi``, ``_meta_topic`` (what the source's topic holds); with ``buffer.overflow
-    = 'drop'``, the overflow markers counted into the metric ``overflow:<table>`` and left out
-    (with backpressure there are none to look for)."""
+    spool), ``_eoi``, ``_meta_topic`` (what the source's topic holds); the overflow markers
+    left out, and with ``buffer.overflow = 'drop'`` counted into the metric
+    ``overflow:<table>``."""
     from pyspark.sql import functions as F
 
     df = read_spooled(ctx, source, table, options)
     kept = ["value", "_source_time", "_eoi", "_meta_topic", *carried(df.columns)]
-    if json.loads(options).get("buffer.overflow") != "drop":
-        return df.select(*kept)
     marker = F.col("_topic") == OVERFLOW_TOPIC
+    if json.loads(options).get("buffer.overflow") != "drop":
+        # No markers are written now, but a spool an earlier run wrote in drop mode may
+        # still hold some: left out, uncounted.
+        return df.filter(~marker).select(*kept)
     count = F.when(marker, F.col("value").cast("STRING").cast("BIGINT"))
     df = df.observe(f"overflow:{table.name}", F.coalesce(F.sum(count), F.lit(0)).alias("dropped"))
     return df.filter(~marker).select(*kept)

@@ -164,6 +164,7 @@ class Spool:
         name = topic.encode()
         pack, topic_len = _HEADER.pack, len(name)
         parts: list[bytes] = []
+        marks: list[int] = []
         with self.lock:
             file = self._segment()
             end = self.end
@@ -172,9 +173,11 @@ class Spool:
                 parts += (pack(topic_len, at_ms, -1, len(payload)), name, payload)
                 end += _HEADER.size + topic_len + len(payload)
                 if end - mark >= _MARK_BYTES:
-                    self._marks.append(end)
+                    marks.append(end)
                     mark = end
             file.write(b"".join(parts))
+            # Once written: a failed write leaves no mark or position past what is there.
+            self._marks += marks
             self.end = end
 
     def append_lines(self, topic: str, at_ms: int, lines: bytes) -> None:
