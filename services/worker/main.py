@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ctypes
 import json
 import select
-import signal
 import sys
 from typing import TYPE_CHECKING, TextIO
 
@@ -20,18 +18,6 @@ from arroyo_rpc.v1 import worker_pb2_grpc
 
 from .servicer import WorkerServicer
 
-_PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """A worker dies with its node (Linux): a node killed with -9 leaves no worker behind to
-    write beside the one the controller schedules in its place."""
-    if sys.platform != "linux":
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -39,7 +25,9 @@ if TYPE_CHECKING:
 def main(config: Config, args: argparse.Namespace) -> int:
     from arroyo.engine.session import SessionSettings, get_or_create_session
 
-    die_with_parent()
+    # No parent-death signal: a worker with a job outlives its node (killed -9 and restarted,
+    # the node adopts it again: arroyo.node.records); a warm one ends on EOF below.
+
     # Before any gRPC thread exists: PySpark forks the JVM's launcher with a preexec_fn, which
     # can deadlock in a process whose other threads hold locks at the fork.
     spark = get_or_create_session(

@@ -12,6 +12,12 @@ resumes in Running, and nodes re-register when their heartbeat is not recognised
 that adopted jobs hold are counted taken again then). A standby that takes over the lease
 (``arroyo.controller.lease``) is a restarted controller in this sense: it starts from the
 database alone.
+
+A node is not its workers' lifeline: a worker runs on when its node is killed, and the node
+restarted at its address adopts it and lists it when it registers; the job stays Running in its
+generation, moved onto the new node. So a node that goes silent fails over only the jobs whose
+workers had not registered yet; a registered worker is lost when its own heartbeats stop (a
+machine that is really gone), or when the node that replaced its own does not list it.
 """
 
 from __future__ import annotations
@@ -159,7 +165,9 @@ class Controller:
         while True:
             await asyncio.sleep(_MONITOR_INTERVAL_S)
             now = time.monotonic()
-            lost_nodes = {n.node_id for n in self.nodes.expired()}
+            expired = self.nodes.expired()
+            replaced = {n.node_id for n in expired if n.replaced_by}
+            silent = {n.node_id for n in expired if not n.replaced_by}
             for driver in self.drivers.values():
                 ctx = driver.ctx
                 if ctx.status.worker_id is None or ctx.status.state not in (
@@ -169,7 +177,10 @@ class Controller:
                     JobState.FINISHING,
                 ):
                     continue
-                if ctx.status.node_id in lost_nodes:
+                if ctx.status.node_id in replaced:
+                    # The new node at its address listed the workers it adopted: not this one.
+                    self._lose(ctx, f"node {ctx.status.node_id} was replaced without its worker")
+                elif ctx.status.node_id in silent and not ctx.status.worker_address:
                     self._lose(ctx, f"node {ctx.status.node_id} is gone")
                 elif (
                     ctx.status.worker_address
@@ -184,14 +195,48 @@ class Controller:
     # nodes
 
     async def register_node(self, request: pb.RegisterNodeRequest) -> None:
-        """A node (re)registers. Its slots that jobs' workers hold are counted taken again: a
-        controller that took over, or restarted, learns of them only from the jobs' records,
-        and would otherwise place new work on slots that are busy."""
+        """A node (re)registers. A job whose current worker it lists (one it adopted from the
+        node before it at its address) moves onto it. Its slots that jobs' workers hold are
+        counted taken again: a controller that took over, or restarted, learns of them only
+        from the jobs' records, and would otherwise place new work on slots that are busy."""
+        for listed in request.workers:
+            await self._move_worker(listed, request.node_id)
         for driver in self.drivers.values():
             status = driver.ctx.status
             if status.node_id == request.node_id and status.worker_id and not status.state.terminal:
                 self.nodes.held(request.node_id, status.worker_id, driver.ctx.config.parallelism)
         await self.nodes.register(request.node_id, request.address, request.task_slots)
+
+    async def _move_worker(self, listed: pb.NodeWorker, node_id: str) -> None:
+        """The job's worker now runs under ``node_id``: its slots move there. A worker of no
+        job, or of a generation the job moved on from, is left to its own heartbeats' refusal
+        (it stops on it)."""
+        driver = self.drivers.get(JobId(listed.job_id))
+        if driver is None:
+            return
+        ctx = driver.ctx
+        status = ctx.status
+        if (
+            status.worker_id != listed.worker_id
+            or status.generation != listed.generation
+            or status.state.terminal
+            or status.node_id == node_id
+        ):
+            return
+        log.info(
+            "job_worker_adopted",
+            job_id=ctx.job_id,
+            worker_id=listed.worker_id,
+            generation=listed.generation,
+            node_id=node_id,
+            previous_node_id=status.node_id,
+        )
+        self.nodes.release(listed.worker_id)
+        ctx.update(node_id=node_id)
+        try:
+            await ctx.save()
+        except Exception as err:  # the next transition saves it; the move holds in memory
+            log.warning("job_worker_move_unsaved", job_id=ctx.job_id, error=str(err))
 
     def heartbeat_node(self, request: pb.HeartbeatNodeRequest) -> bool:
         node = self.nodes.heartbeat(request.node_id, list(request.worker_ids))
