@@ -31,6 +31,7 @@ from arroyo.store import (
     StoreError,
     open_store,
 )
+from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import controller_pb2 as pb
 from tests.waiting import eventually
 
@@ -172,6 +173,59 @@ async def test_a_worker_adopted_by_a_node_restarted_in_place_keeps_its_job_runni
             return ctx.status.generation == 5
 
         await eventually("the job scheduled again", next_generation, 10)
+    finally:
+        await controller.close()
+        await store.close()
+
+
+async def test_a_silent_node_fails_over_no_job_whose_worker_still_heartbeats(
+    tmp_path: Path,
+) -> None:
+    """A node that stops heartbeating (killed, not restarted) leaves its worker running: the
+    job stays Running while the worker's own heartbeats come; once they stop too (the machine
+    is gone), it recovers."""
+    store = await open_store(f"sqlite:///{tmp_path / 'a.db'}")
+    await store.migrate()
+    job_id = JobId("job_1")
+    empty = PipelineProgram(sources=[], views=[], queries=[]).to_json()
+    await store.create_pipeline(
+        Pipeline(PipelineId("pl_1"), "pl_1", "SELECT 1", "", empty, "{}", 0),
+        job_id,
+        JobConfig(StopMode.NONE, 1, 0, 0, False, False),
+    )
+    running = JobStatus(
+        JobState.RUNNING, 4, 0, 0, 0, None, None, "worker_1", "127.0.0.1:1", "node_a", None,
+        None, 0,
+    )  # fmt: skip
+    await store.update_job_status(job_id, running)
+    timeout_s = 1.0
+    config = Config(data_dir=tmp_path, controller=ControllerConfig(heartbeat_timeout_s=timeout_s))
+    controller = Controller(config, store)
+    await controller.start()
+    try:
+        await controller.register_node(
+            pb.RegisterNodeRequest(node_id="node_a", address="127.0.0.1:5118", task_slots=4)
+        )
+        ctx = controller.drivers[job_id].ctx
+        ref = common.JobRef(job_id=job_id, generation=4, worker_id="worker_1")
+
+        async def node_dropped() -> bool:
+            # The worker heartbeats; the node does not.
+            controller.heartbeat(pb.HeartbeatRequest(job=ref, address="127.0.0.1:1"))
+            return "node_a" in controller.nodes.lost
+
+        await eventually("node_a dropped", node_dropped, 10, interval=timeout_s / 5)
+        # Nothing to wait on for what does not happen: the monitor has looked at the job
+        # while its worker kept heartbeating, past the heartbeat timeout.
+        for _ in range(10):
+            controller.heartbeat(pb.HeartbeatRequest(job=ref, address="127.0.0.1:1"))
+            await asyncio.sleep(timeout_s / 5)
+        assert (ctx.status.state, ctx.status.generation) == (JobState.RUNNING, 4)
+
+        async def next_generation() -> bool:
+            return ctx.status.generation == 5
+
+        await eventually("the job recovered once its worker went quiet", next_generation, 10)
     finally:
         await controller.close()
         await store.close()
