@@ -28,12 +28,15 @@ def test_a_worker_outlives_its_node_and_the_restarted_node_adopts_it(
     before = cluster.job(pid)
     node, worker = cluster.until("the node holding the job", lambda: worker_node(cluster, pid))
     started_at = process_start_time(worker)
+    warm = cluster.until("the warm worker", lambda: _warm_worker(cluster, node))
 
     assert cluster.stop(node, signal.SIGKILL) == -signal.SIGKILL
     seen = len(windows(output))
-    # With no node at all, the worker goes on writing.
+    # With no node at all, the worker goes on writing; the warm worker, which had no job, ends
+    # with its node (EOF on its standard input).
     cluster.until("windows with the node down", lambda: len(windows(output)) >= seen + 1)
     assert process_start_time(worker) == started_at
+    cluster.until("the warm worker gone", lambda: process_start_time(warm) is None)
 
     cluster.start(node, *cluster.launched[node])
     cluster.wait_ready(node)
@@ -58,6 +61,12 @@ def test_a_worker_outlives_its_node_and_the_restarted_node_adopts_it(
     cluster.until("the adopted worker gone", lambda: process_start_time(worker) is None)
     assert not adopted()
     assert not any(p.name == f"{before['worker_id']}.json" for p in _records(cluster))
+
+
+def _warm_worker(cluster: Cluster, node: str) -> int | None:
+    """The pid of the node's warm worker (the one with no job)."""
+    listed = cluster.admin_status(node)["workers"]
+    return next((int(w["pid"]) for w in listed if not w["job_id"]), None)
 
 
 def _records(cluster: Cluster) -> list[Path]:
