@@ -81,6 +81,10 @@ class JobContext:
     tls: TlsIdentity | None = None
     # The controller's lease: every status write is fenced by it (Store.update_job_status).
     fence: Lease | None = None
+    # Saves one at a time, each writing the status as it is at its turn: the driver and the
+    # controller (a worker moved to the node that adopted it) both save, and the last write
+    # must be the latest status.
+    _saving: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     @classmethod
     def of(
@@ -113,7 +117,8 @@ class JobContext:
         self.status = dataclasses.replace(self.status, updated_at=now_micros(), **changes)  # type: ignore[arg-type]
 
     async def save(self) -> None:
-        await self.store.update_job_status(self.job_id, self.status, fence=self.fence)
+        async with self._saving:
+            await self.store.update_job_status(self.job_id, self.status, fence=self.fence)
 
     def state_dir(self) -> str:
         """Where this job's checkpoints live for its current run (``ignore_state`` bumps it)."""

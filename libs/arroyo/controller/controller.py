@@ -235,7 +235,7 @@ class Controller:
         ctx.update(node_id=node_id)
         try:
             await ctx.save()
-        except Exception as err:  # the next transition saves it; the move holds in memory
+        except Exception as err:  # the next save writes it; the move holds in memory
             log.warning("job_worker_move_unsaved", job_id=ctx.job_id, error=str(err))
 
     def heartbeat_node(self, request: pb.HeartbeatNodeRequest) -> bool:
