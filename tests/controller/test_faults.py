@@ -14,6 +14,7 @@ from typing import Any, cast
 from arroyo.config import Config, ControllerConfig
 from arroyo.controller import Controller
 from arroyo.controller.context import JobContext
+from arroyo.controller.controller import MONITOR_INTERVAL_S
 from arroyo.controller.events import CheckpointCompleted, TaskFinished
 from arroyo.controller.nodes import NodeRegistry
 from arroyo.controller.states.running import Running
@@ -34,9 +35,6 @@ from arroyo.store import (
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import controller_pb2 as pb
 from tests.waiting import eventually
-
-# The controller's monitor looks at nodes and heartbeats this often.
-MONITOR_INTERVAL_S = 0.5
 
 
 async def test_a_node_at_a_taken_address_replaces_the_old_one() -> None:

@@ -85,6 +85,8 @@ class JobContext:
     # controller (a worker moved to the node that adopted it) both save, and the last write
     # must be the latest status.
     _saving: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Scheduling awaits the node's StartWorker reply: the worker it names may register first.
+    starting_worker: bool = False
 
     @classmethod
     def of(
@@ -180,16 +182,19 @@ class JobContext:
         """Have the worker's node kill it. A worker outlives its node, so one whose node is gone
         (and not yet adopted by a node restarted in its place), or whose node no longer knows
         it, is asked directly to stop at once, if it has registered; one that does not answer
-        either is left to fencing: its generation is refused from now on, and it stops on
-        the refusal."""
+        either is left to fencing: the controller refuses it once the job forgot it
+        (``Controller.context``), and it stops on the refusal, or on its own when it hears
+        nothing (the worker's self-fencing)."""
         worker_id, node_id = self.status.worker_id, self.status.node_id
-        if worker_id is None or node_id is None:
+        if worker_id is None:
             return
-        # A node missing from the registry may be registering again (after a controller
-        # restart): wait for it, unless it was dropped as gone.
-        node = self.nodes.nodes.get(node_id)
-        if node is None and node_id not in self.nodes.lost:
-            node = await self.nodes.wait_for(node_id, self.settings.heartbeat_timeout_s)
+        node = None
+        if node_id is not None:
+            # A node missing from the registry may be registering again (after a controller
+            # restart): wait for it, unless it was dropped as gone.
+            node = self.nodes.nodes.get(node_id)
+            if node is None and node_id not in self.nodes.lost:
+                node = await self.nodes.wait_for(node_id, self.settings.heartbeat_timeout_s)
         self.nodes.release(worker_id)
         killed = False
         if node is not None:
