@@ -50,8 +50,7 @@ def main(config: Config, args: argparse.Namespace) -> int:
             return 0
         assignment = json.loads(line)
         args.job_id, args.generation = assignment["job_id"], int(assignment["generation"])
-    asyncio.run(_serve(config, args, spark))
-    return 0
+    return asyncio.run(_serve(config, args, spark))
 
 
 def _assignment_waiting(node: TextIO) -> bool:
@@ -62,7 +61,8 @@ def _assignment_waiting(node: TextIO) -> bool:
     return bool(readable)
 
 
-async def _serve(config: Config, args: argparse.Namespace, spark: SparkSession) -> None:
+async def _serve(config: Config, args: argparse.Namespace, spark: SparkSession) -> int:
+    """Serve until the run is over; the exit code is non-zero when the worker fenced itself."""
     identity = WorkerIdentity(
         args.job_id, args.generation, args.worker_id, args.node_id, args.slots
     )
@@ -103,3 +103,4 @@ async def _serve(config: Config, args: argparse.Namespace, spark: SparkSession) 
         shutdown=shutdown,
         status=lambda: {"job_id": identity.job_id, "generation": identity.generation},
     )
+    return runtime[0].exit_code if runtime else 0
