@@ -5,9 +5,15 @@ A node is a supervisor, not its workers' lifeline: a worker with a job runs on w
 killed, as a pod runs on when its kubelet restarts. The node writes one small JSON file per job
 worker (``<data_dir>/workers/<node address>/<worker id>.json``) when it hands the worker its job,
 and removes it when the worker ends. A node that starts reads them: a record whose process is
-still alive, and is the same process (its start time in ``/proc/<pid>/stat`` matches, so a pid
-the kernel gave to another process is not mistaken for it), becomes an ``AdoptedProcess``; any
-other record is removed.
+still alive, and is the same process, becomes an ``AdoptedProcess``; any other record is
+removed. The same process: the machine has not rebooted since (``/proc/sys/kernel/random/boot_id``
+matches), the process's start time in ``/proc/<pid>/stat`` matches, and its command line
+(``/proc/<pid>/cmdline``) names the worker id; so a pid the kernel gave to another process is
+not mistaken for it. Signals to an adopted worker go through a pidfd (``os.pidfd_open``) where
+there is one, so they cannot reach a process that took its pid after it exited.
+
+Records are best-effort: a node that cannot write or remove one (a full or read-only disk)
+logs it and runs on; it only loses the adoption of that worker after a crash.
 
 Adoption needs Linux's ``/proc``: elsewhere no record is ever adopted (a node killed there
 leaves its workers to the controller's worker heartbeat timeout).
@@ -45,6 +51,24 @@ def process_start_time(pid: int) -> int | None:
     return int(fields[19])
 
 
+def boot_id() -> str:
+    """This boot's id ("" where ``/proc`` cannot say): a record from before a reboot names
+    no live process, whatever its pid."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def process_cmdline(pid: int) -> str | None:
+    """The process's command line, its arguments joined by spaces (None: no such process)."""
+    try:
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return raw.replace(b"\0", b" ").decode(errors="replace")
+
+
 @dataclass(frozen=True, slots=True)
 class WorkerRecord:
     worker_id: str
@@ -54,10 +78,17 @@ class WorkerRecord:
     pid: int
     start_time: int  # process_start_time(pid) when it was recorded
     log_path: str
+    boot_id: str = ""  # boot_id() when it was recorded
 
     def alive(self) -> bool:
-        """The recorded process is running, and is the one recorded (not a reused pid)."""
-        return process_start_time(self.pid) == self.start_time
+        """The recorded process is running, and is the one recorded (not a reused pid: same
+        boot, same start time, and its command line names the worker)."""
+        if not self.boot_id or self.boot_id != boot_id():
+            return False
+        if process_start_time(self.pid) != self.start_time:
+            return False
+        cmdline = process_cmdline(self.pid)
+        return cmdline is not None and self.worker_id in cmdline.split()
 
 
 class WorkerRecords:
@@ -69,6 +100,7 @@ class WorkerRecords:
         self.directory = data_dir / "workers" / (_UNSAFE.sub("_", address) or "node")
 
     def write(self, record: WorkerRecord) -> None:
+        """Raises OSError when the record cannot be written."""
         self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / f"{record.worker_id}.json"
         staged = path.with_suffix(".tmp")
@@ -76,21 +108,29 @@ class WorkerRecords:
         staged.replace(path)  # a node killed mid-write leaves the old record or the new
 
     def remove(self, worker_id: str) -> None:
-        (self.directory / f"{worker_id}.json").unlink(missing_ok=True)
+        """Best-effort: a record that cannot be removed is logged (the next node drops it, its
+        process gone)."""
+        _unlink(self.directory / f"{worker_id}.json")
 
     def load(self) -> list[WorkerRecord]:
-        """Every readable record; an unreadable one is removed."""
-        if not self.directory.is_dir():
+        """Every readable record; an unreadable one is removed. A directory that cannot be
+        read holds none."""
+        try:
+            if not self.directory.is_dir():
+                return []
+            for staged in self.directory.glob("*.tmp"):
+                _unlink(staged)
+            paths = sorted(self.directory.glob("*.json"))
+        except OSError as err:
+            log.warning("worker_records_unreadable", path=str(self.directory), error=str(err))
             return []
-        for staged in self.directory.glob("*.tmp"):
-            staged.unlink(missing_ok=True)
         records = []
-        for path in sorted(self.directory.glob("*.json")):
+        for path in paths:
             try:
                 records.append(WorkerRecord(**json.loads(path.read_text())))
             except (OSError, ValueError, TypeError) as err:
                 log.warning("worker_record_unreadable", path=str(path), error=str(err))
-                path.unlink(missing_ok=True)
+                _unlink(path)
         return records
 
     def adoptable(self) -> list[WorkerRecord]:
@@ -104,9 +144,18 @@ class WorkerRecords:
         return live
 
 
+def _unlink(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as err:
+        log.warning("worker_record_not_removed", path=str(path), error=str(err))
+
+
 class AdoptedProcess:
-    """A worker process this node did not start (not its child): signalled by pid once its start
-    time says it is still the same process, and watched by polling, its exit code unknown."""
+    """A worker process this node did not start (not its child): signalled through a pidfd
+    opened once it was known to be the recorded process (by pid, where there is no pidfd, once
+    its start time says it is still the same process), and watched by polling, its exit code
+    unknown."""
 
     def __init__(self, pid: int, start_time: int, poll_s: float) -> None:
         self.pid = pid
@@ -114,18 +163,42 @@ class AdoptedProcess:
         self.poll_s = poll_s
         # None while it runs; an adopted process's exit code is its new parent's to read.
         self.returncode: int | None = None
+        self._pidfd: int | None = None
+        if hasattr(os, "pidfd_open"):
+            try:
+                self._pidfd = os.pidfd_open(pid)
+            except ProcessLookupError:
+                self.returncode = 0
+            except OSError as err:  # no pidfds here (an old kernel): by pid, then
+                log.info("pidfd_unavailable", pid=pid, error=str(err))
+        # Opened before this check: the pidfd is the recorded process's, or it is closed.
+        self._alive()
 
     def _alive(self) -> bool:
         if self.returncode is None and process_start_time(self.pid) != self.start_time:
             self.returncode = 0
+        if self.returncode is not None and self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
         return self.returncode is None
 
     def send_signal(self, sig: int) -> None:
-        if self._alive():
-            try:
+        if not self._alive():
+            return
+        try:
+            if self._pidfd is not None:
+                signal.pidfd_send_signal(self._pidfd, sig)
+            else:
                 os.kill(self.pid, sig)
-            except ProcessLookupError:
-                self.returncode = 0
+        except ProcessLookupError:
+            self._exited()
+        except PermissionError as err:  # not this node's user's process: not the worker
+            log.warning("adopted_worker_not_signalled", pid=self.pid, error=str(err))
+            self._exited()
+
+    def _exited(self) -> None:
+        self.returncode = 0
+        self._alive()
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)

@@ -33,7 +33,13 @@ from pathlib import Path
 import structlog
 
 from arroyo.config import Config
-from arroyo.node.records import AdoptedProcess, WorkerRecord, WorkerRecords, process_start_time
+from arroyo.node.records import (
+    AdoptedProcess,
+    WorkerRecord,
+    WorkerRecords,
+    boot_id,
+    process_start_time,
+)
 from arroyo.rpc import ControllerClient, RpcError
 from arroyo_rpc.v1 import controller_pb2 as pb
 
@@ -72,6 +78,7 @@ class WorkerHandle:
             self.process.pid,
             start_time,
             str(self.log_path),
+            boot_id(),
         )
 
 
@@ -231,9 +238,10 @@ class NodeRuntime:
             )
         handle = WorkerHandle(worker_id, job_id, generation, slots, process, log_path)
         self.workers[worker_id] = handle
+        # Reaped whatever happens to its record.
+        handle.reaper = asyncio.create_task(self._reap(handle))
         if job_id:
             self._record(handle)
-        handle.reaper = asyncio.create_task(self._reap(handle))
         log.info(
             "worker_started",
             worker_id=worker_id,
@@ -252,9 +260,15 @@ class NodeRuntime:
         return True
 
     def _record(self, handle: WorkerHandle) -> None:
+        """Best-effort: a worker whose record cannot be written runs as well; only a node
+        started after this one crashed would not adopt it (its job then recovers)."""
         record = handle.record()
-        if record is not None:
+        if record is None:
+            return
+        try:
             self.records.write(record)
+        except OSError as err:
+            log.warning("worker_record_not_written", worker_id=handle.worker_id, error=str(err))
 
     async def _reap(self, handle: WorkerHandle) -> None:
         code = await handle.process.wait()
