@@ -236,6 +236,7 @@ class Chaos:
         """One fault of ``kind`` (``none``: no fault), and the seconds until the component
         answers again and the output caught up (None past ``deadline_s``)."""
         back: Callable[[], bool] = lambda: True  # noqa: E731
+        generation = -1  # the job's, before a node's kill
 
         def now() -> tuple[int, float]:
             """The window being fed, and the time."""
@@ -244,6 +245,8 @@ class Chaos:
         if kind == "none":
             open_window, struck = now()
         elif kind in SERVICE_KINDS:
+            if kind == "node":
+                generation = self.cluster.job(self.pipeline_id)["generation"]
             open_window, struck = now()
             self.cluster.stop(kind, signal.SIGKILL, timeout=30)
             self.cluster.start(kind, *self.cluster.launched[kind])
@@ -268,6 +271,13 @@ class Chaos:
         else:
             raise ValueError(f"no fault {kind!r}")
         component = self._until(back)
+        if kind == "node" and component is not None:
+            # Adopted, not recovered: the job runs on in the generation it had.
+            after = self.cluster.job(self.pipeline_id)["generation"]
+            assert after == generation, (
+                f"the node's restart moved the job from generation {generation} to {after}: "
+                "its worker was not adopted"
+            )
         output = self._until(lambda: watcher.advanced_past(open_window - 1) is not None)
         if component is None or output is None:
             return Recovery(kind, None, at_s)

@@ -21,7 +21,9 @@ import pytest
 
 from arroyo.config import Config, ControllerConfig, WorkerConfig
 from arroyo.controller import Controller
-from arroyo.controller.controller import StaleGenerationError
+from arroyo.controller.controller import NotSyncedError, StaleGenerationError
+from arroyo.node import NodeRuntime
+from arroyo.node.records import WorkerRecord, boot_id, process_start_time
 from arroyo.program.spec import PipelineProgram
 from arroyo.rpc import ControllerClient
 from arroyo.store import (
@@ -39,6 +41,13 @@ from arroyo.testing.ports import free_port
 from arroyo.worker import WorkerIdentity, WorkerRuntime
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import controller_pb2 as pb
+from arroyo_rpc.v1 import node_pb2_grpc
+
+# services/ installs as arroyo_services through the editable install's finder, which mypy does
+# not follow.
+from arroyo_services.node.servicer import (  # type: ignore[import-not-found, unused-ignore]
+    NodeServicer,
+)
 from tests.services import controller_service, serving
 from tests.waiting import eventually
 
@@ -199,3 +208,76 @@ async def test_a_worker_whose_controller_is_gone_stops_itself(tmp_path: Path) ->
         controller.wait(30)
         await worker.close()
         await worker.controller.close()
+
+
+async def test_a_node_registering_before_the_first_sync_is_asked_to_retry(
+    tmp_path: Path,
+) -> None:
+    """The worker it adopted would otherwise not move: the job is not known yet."""
+    store = await running_job(tmp_path)
+    settings = ControllerConfig(heartbeat_timeout_s=30)
+    controller = Controller(Config(data_dir=tmp_path, controller=settings), store)
+    adopted = pb.NodeWorker(worker_id=WORKER, job_id=JOB, generation=GENERATION, slots=1)
+    request = pb.RegisterNodeRequest(
+        node_id="node_b", address="127.0.0.1:5118", task_slots=4, workers=[adopted]
+    )
+    with pytest.raises(NotSyncedError) as refused:
+        await controller.register_node(request)
+    assert refused.value.retryable
+    with pytest.raises(NotSyncedError):
+        controller.heartbeat(pb.HeartbeatRequest(job=common.JobRef(job_id=JOB)))
+    await controller.start()
+    try:
+        await controller.register_node(request)
+        assert controller.drivers[JOB].ctx.status.node_id == "node_b"
+    finally:
+        await controller.close()
+        await store.close()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="adoption reads /proc")
+async def test_a_listed_worker_its_job_moved_on_from_is_killed_through_its_node(
+    tmp_path: Path,
+) -> None:
+    """A node restarted in place lists a worker of generation 3 it adopted, while the job runs
+    generation 4: the controller has the node kill it rather than trust it to hear its
+    refusal."""
+    store = await running_job(tmp_path)
+    stale = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(600)", "--worker-id", "worker_0"],
+        start_new_session=True,
+    )
+    node_port = free_port()
+    address = f"127.0.0.1:{node_port}"
+    node_controller = ControllerClient("127.0.0.1:1")  # the node never calls it here
+    try:
+        node = NodeRuntime(Config(data_dir=tmp_path), node_controller, address, None, ("-",))
+        start_time = process_start_time(stale.pid)
+        assert start_time is not None
+        node.records.write(
+            WorkerRecord("worker_0", JOB, 3, 1, stale.pid, start_time, "", boot_id())
+        )
+        assert [h.worker_id for h in node.adopt()] == ["worker_0"]
+        hosted = (node_pb2_grpc.add_NodeServiceServicer_to_server, NodeServicer(node))
+        async with (
+            in_process_controller(tmp_path, store) as controller,
+            serving(hosted, port=node_port),
+        ):
+            await controller.register_node(
+                pb.RegisterNodeRequest(
+                    node_id="node_b", address=address, task_slots=4, workers=node.job_workers()
+                )
+            )
+
+            async def killed() -> bool:
+                return stale.poll() is not None
+
+            await eventually("the stale worker killed", killed, 10)
+            assert stale.returncode == -signal.SIGKILL
+            ctx = controller.drivers[JOB].ctx
+            assert (ctx.status.generation, ctx.status.worker_id) == (GENERATION, WORKER)
+    finally:
+        stale.kill()
+        stale.wait()
+        await node_controller.close()
+    await store.close()
