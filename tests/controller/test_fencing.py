@@ -21,7 +21,9 @@ import pytest
 
 from arroyo.config import Config, ControllerConfig, WorkerConfig
 from arroyo.controller import Controller
+from arroyo.controller.context import JobContext
 from arroyo.controller.controller import NotSyncedError, StaleGenerationError
+from arroyo.controller.nodes import NodeRegistry
 from arroyo.node import NodeRuntime
 from arroyo.node.records import WorkerRecord, boot_id, process_start_time
 from arroyo.program.spec import PipelineProgram
@@ -38,7 +40,7 @@ from arroyo.store import (
     open_store,
 )
 from arroyo.testing.ports import free_port
-from arroyo.worker import WorkerIdentity, WorkerRuntime
+from arroyo.worker import Phase, WorkerIdentity, WorkerRuntime
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import controller_pb2 as pb
 from arroyo_rpc.v1 import node_pb2_grpc
@@ -48,7 +50,7 @@ from arroyo_rpc.v1 import node_pb2_grpc
 from arroyo_services.node.servicer import (  # type: ignore[import-not-found, unused-ignore]
     NodeServicer,
 )
-from tests.services import controller_service, serving
+from tests.services import ScriptedWorkerRuntime, controller_service, serving, worker_service
 from tests.waiting import eventually
 
 JOB = JobId("job_1")
@@ -281,3 +283,27 @@ async def test_a_listed_worker_its_job_moved_on_from_is_killed_through_its_node(
         stale.wait()
         await node_controller.close()
     await store.close()
+
+
+async def test_a_worker_with_no_node_on_record_is_stopped_directly() -> None:
+    """A job whose record names its worker and where it is, but no node (none known to this
+    controller): killing the worker asks it directly."""
+    worker = ScriptedWorkerRuntime(WorkerIdentity(JOB, GENERATION, WORKER, "node_a", 1))
+    worker.phase = Phase.RUNNING
+    async with serving(worker_service(worker)) as served:
+        status = JobStatus(
+            JobState.STOPPING, GENERATION, 0, 0, 0, None, None, WORKER,
+            f"127.0.0.1:{served.grpc_port}", None, None, None, 0,
+        )  # fmt: skip
+        ctx = JobContext(
+            JOB,
+            PIPELINE,
+            JobConfig(StopMode.FORCE, 1, 0, 0, False, False),
+            status,
+            cast(Store, cast(Any, None)),  # no status is saved
+            NodeRegistry(30),
+            ControllerConfig(),
+            "/x",
+        )
+        await ctx.kill_worker()
+        assert worker.phase is Phase.STOPPED
