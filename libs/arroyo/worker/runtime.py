@@ -145,6 +145,7 @@ class WorkerRuntime:
             return
         self._fenced = True
         self.exit_code = exit_code
+        log.warning("worker_fenced", job_id=self.identity.job_id, reason=reason)
         if self.execution is not None:
             self.execution.stop(graceful=False)
         self.done.set()
@@ -173,6 +174,7 @@ class WorkerRuntime:
         while: a controller that is gone too learns it from the missing heartbeats)."""
         if self._fenced:
             if self.execution is not None:
+                self.execution.stop(graceful=False)  # one started as it was fenced, too
                 await asyncio.to_thread(self.execution.join, _CLOSE_TIMEOUT_S)
         elif self.execution is not None and self.phase in (Phase.RUNNING, Phase.STOPPING):
             self.execution.stop(graceful=True)
@@ -188,6 +190,8 @@ class WorkerRuntime:
         if self.execution is not None:
             raise ArroyoError("this worker already runs its program", code="already_running")
         program = await self._with_secrets(PipelineProgram.from_json(program_json))
+        if self._fenced:
+            raise ArroyoError("this worker has stopped: its run is over", code="stale_generation")
         route_stdout(self._live_output)
         # A warm worker's session was made before its job was known.
         from arroyo.engine.session import DELTA_SNAPSHOT_PARTITIONS
