@@ -140,7 +140,8 @@ async def test_a_worker_adopted_by_a_node_restarted_in_place_keeps_its_job_runni
         )
         assert controller.nodes.nodes["node_a"].free_slots == 2
         adopted = pb.NodeWorker(worker_id="worker_1", job_id=job_id, generation=4, slots=2)
-        # A worker of an older generation, listed too, moves nothing (fencing stops it).
+        # A worker of an older generation, listed too, moves nothing (the controller has the
+        # node kill it: tests/controller/test_fencing.py).
         stale = pb.NodeWorker(worker_id="worker_0", job_id=job_id, generation=3, slots=2)
         await controller.register_node(
             pb.RegisterNodeRequest(

@@ -3,8 +3,9 @@
 The api writes what users want into the database; the controller reads it (every
 ``poll_interval_s``, and at once when the api sends ``JobsChanged``), starts a driver for each
 job, and hands changed configs to the drivers as events. Workers' reports arrive through the
-gRPC servicer and are routed here; a report from any generation but the job's current one is
-refused, so a worker the controller gave up on cannot move its job.
+gRPC servicer and are routed here; a report from any worker but the job's current one (another
+generation, another worker id, or a job in a state that has no worker) is refused, and the
+worker stops on the refusal, so a worker the controller gave up on cannot move its job.
 
 A controller restart loses nothing: job states are in the database, a running worker keeps
 heartbeating (retrying until the new controller answers) and is adopted by the driver that
