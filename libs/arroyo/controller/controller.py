@@ -240,6 +240,8 @@ class Controller:
             raise NotSyncedError("the controller has not read its jobs yet")
         stale = []
         for listed in request.workers:
+            if self._being_started(listed.job_id, listed.generation):
+                continue  # the worker Scheduling awaits the StartWorker reply of: its own
             if self._is_current(listed.job_id, listed.generation, listed.worker_id):
                 await self._move_worker(listed, request.node_id)
             else:
@@ -279,6 +281,18 @@ class Controller:
                     log.warning("stale_worker_not_stopped", node_id=node_id, error=err.message)
         finally:
             await client.close()
+
+    def _being_started(self, job_id: str, generation: int) -> bool:
+        driver = self.drivers.get(JobId(job_id))
+        if driver is None:
+            return False
+        ctx = driver.ctx
+        return (
+            ctx.starting_worker
+            and ctx.status.state is JobState.SCHEDULING
+            and ctx.status.worker_id is None
+            and ctx.status.generation == generation
+        )
 
     def _is_current(self, job_id: str, generation: int, worker_id: str) -> bool:
         """Whether ``worker_id`` of ``generation`` is the worker the job runs on now."""
