@@ -52,7 +52,13 @@ async def _serve(config: Config, args: argparse.Namespace) -> None:
             "node_id": runtime.node_id,
             "free_slots": runtime.free_slots,
             "workers": [
-                {"worker_id": w.worker_id, "job_id": w.job_id, "pid": w.process.pid}
+                {
+                    "worker_id": w.worker_id,
+                    "job_id": w.job_id,
+                    "generation": w.generation,
+                    "pid": w.process.pid,
+                    "adopted": w.adopted,
+                }
                 for w in runtime.workers.values()
                 if w.running
             ],

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import ctypes
 import json
 import select
-import signal
 import sys
 from typing import TYPE_CHECKING, TextIO
 
@@ -20,18 +18,6 @@ from arroyo_rpc.v1 import worker_pb2_grpc
 
 from .servicer import WorkerServicer
 
-_PR_SET_PDEATHSIG = 1
-
-
-def die_with_parent() -> None:
-    """A worker dies with its node (Linux): a node killed with -9 leaves no worker behind to
-    write beside the one the controller schedules in its place."""
-    if sys.platform != "linux":
-        return
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -39,7 +25,9 @@ if TYPE_CHECKING:
 def main(config: Config, args: argparse.Namespace) -> int:
     from arroyo.engine.session import SessionSettings, get_or_create_session
 
-    die_with_parent()
+    # No parent-death signal: a worker with a job outlives its node (killed -9 and restarted,
+    # the node adopts it again: arroyo.node.records); a warm one ends on EOF below.
+
     # Before any gRPC thread exists: PySpark forks the JVM's launcher with a preexec_fn, which
     # can deadlock in a process whose other threads hold locks at the fork.
     spark = get_or_create_session(
@@ -62,8 +50,7 @@ def main(config: Config, args: argparse.Namespace) -> int:
             return 0
         assignment = json.loads(line)
         args.job_id, args.generation = assignment["job_id"], int(assignment["generation"])
-    asyncio.run(_serve(config, args, spark))
-    return 0
+    return asyncio.run(_serve(config, args, spark))
 
 
 def _assignment_waiting(node: TextIO) -> bool:
@@ -74,7 +61,8 @@ def _assignment_waiting(node: TextIO) -> bool:
     return bool(readable)
 
 
-async def _serve(config: Config, args: argparse.Namespace, spark: SparkSession) -> None:
+async def _serve(config: Config, args: argparse.Namespace, spark: SparkSession) -> int:
+    """Serve until the run is over; the exit code is non-zero when the worker fenced itself."""
     identity = WorkerIdentity(
         args.job_id, args.generation, args.worker_id, args.node_id, args.slots
     )
@@ -115,3 +103,4 @@ async def _serve(config: Config, args: argparse.Namespace, spark: SparkSession) 
         shutdown=shutdown,
         status=lambda: {"job_id": identity.job_id, "generation": identity.generation},
     )
+    return runtime[0].exit_code if runtime else 0

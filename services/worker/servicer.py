@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from arroyo.errors import ArroyoError
+from arroyo.rpc.status import STALE_GENERATION
 from arroyo.worker import Phase, WorkerRuntime
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import worker_pb2 as pb
@@ -45,6 +47,16 @@ class WorkerServicer(worker_pb2_grpc.WorkerServiceServicer):  # type: ignore[mis
         return pb.StartExecutionResponse()
 
     async def StopExecution(self, request: pb.StopExecutionRequest, context: Any) -> Any:
+        identity = self.runtime.identity
+        if request.job.job_id and (request.job.job_id, request.job.generation) != (
+            identity.job_id,
+            identity.generation,
+        ):
+            # A stop meant for a worker that had this address before (its port reused).
+            raise ArroyoError(
+                f"this worker runs job {identity.job_id} generation {identity.generation}",
+                code=STALE_GENERATION,
+            )
         self.runtime.stop_execution(graceful=request.mode == common.STOP_MODE_GRACEFUL)
         return pb.StopExecutionResponse()
 

@@ -7,7 +7,8 @@ The faults (``FAULT_KINDS``):
 
 - ``api``, ``controller``, ``compiler``, ``node``: kill -9 of the service's process, which the
   run (as a supervisor would: systemd's ``Restart=always``, ``arroyo cluster``) starts again at
-  once with the same configuration. A node's workers die with it.
+  once with the same configuration. A node's worker outlives it: the node started again adopts
+  it, and the job runs on in its generation.
 - ``worker``: kill -9 of the job's worker; nothing but the controller brings it back.
 - ``postgres``: ``pg_ctl restart -m fast``: every service's connections are cut.
 - ``kafka``: SIGSTOP of the broker for ``pause_s`` seconds, then SIGCONT.
@@ -17,8 +18,8 @@ pause itself is the fault's length, not its recovery) until both
 (1) the component answers again: the api serves the job from the database (``api``,
     ``postgres``), the api validates a query through the compiler (``compiler``), the controller
     says it is ready on ``/status`` and the job is Running (``controller``), the node says it is
-    ready and the job runs a new generation (``node``), the job runs a new generation
-    (``worker``); and
+    ready and the job is Running (``node``: no new generation, its worker adopted), the job runs
+    a new generation (``worker``); and
 (2) the pipeline has caught up: the watching read_committed consumer has seen the row of the
     window that was still being fed when the fault struck (its last events came after it), so
     the pipeline read, windowed and committed input fed after the fault.
@@ -235,6 +236,7 @@ class Chaos:
         """One fault of ``kind`` (``none``: no fault), and the seconds until the component
         answers again and the output caught up (None past ``deadline_s``)."""
         back: Callable[[], bool] = lambda: True  # noqa: E731
+        generation = -1  # the job's, before a node's kill
 
         def now() -> tuple[int, float]:
             """The window being fed, and the time."""
@@ -243,11 +245,12 @@ class Chaos:
         if kind == "none":
             open_window, struck = now()
         elif kind in SERVICE_KINDS:
-            before = self.cluster.job(self.pipeline_id)["generation"]
+            if kind == "node":
+                generation = self.cluster.job(self.pipeline_id)["generation"]
             open_window, struck = now()
             self.cluster.stop(kind, signal.SIGKILL, timeout=30)
             self.cluster.start(kind, *self.cluster.launched[kind])
-            back = self._probe(kind, before)
+            back = self._probe(kind)
         elif kind == "worker":
             before = self.cluster.job(self.pipeline_id)["generation"]
             pid = self._worker_pid()
@@ -268,6 +271,13 @@ class Chaos:
         else:
             raise ValueError(f"no fault {kind!r}")
         component = self._until(back)
+        if kind == "node" and component is not None:
+            # Adopted, not recovered: the job runs on in the generation it had.
+            after = self.cluster.job(self.pipeline_id)["generation"]
+            assert after == generation, (
+                f"the node's restart moved the job from generation {generation} to {after}: "
+                "its worker was not adopted"
+            )
         output = self._until(lambda: watcher.advanced_past(open_window - 1) is not None)
         if component is None or output is None:
             return Recovery(kind, None, at_s)
@@ -277,7 +287,7 @@ class Chaos:
 
     # probes
 
-    def _probe(self, kind: str, generation: int = 0) -> Callable[[], bool]:
+    def _probe(self, kind: str) -> Callable[[], bool]:
         if kind == "api":
             return lambda: self.cluster.job(self.pipeline_id)["state"] != ""
         if kind == "compiler":
@@ -287,8 +297,8 @@ class Chaos:
             )
         if kind == "controller":
             return lambda: self._ready("controller") and self._job_running()
-        # The node, and the job running again on it (its worker died with it).
-        return lambda: self._ready(kind) and self._job_running(generation)
+        # The node, and the job Running: its worker outlived the node, which adopted it again.
+        return lambda: self._ready(kind) and self._job_running()
 
     def _ready(self, name: str) -> bool:
         """The service's /status says it is ready (started, and its checks hold)."""

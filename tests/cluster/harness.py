@@ -75,7 +75,10 @@ class Cluster:
             "ARROYO__DATABASE__URL": self.database_url,
             "ARROYO__LOGGING__LEVEL": "info",
             # Failure detection and recovery on a test's time scale.
-            "ARROYO__CONTROLLER__HEARTBEAT_TIMEOUT_S": "6",
+            # Well above a controller's restart or take-over under load plus the worker channel's
+            # 5 s reconnect backoff: a worker that hears nothing from the controller for this
+            # less two heartbeats stops itself (docs/operations.md).
+            "ARROYO__CONTROLLER__HEARTBEAT_TIMEOUT_S": "15",
             "ARROYO__CONTROLLER__POLL_INTERVAL_S": "0.2",
             "ARROYO__CONTROLLER__RESTART_BACKOFF_S": "0.5",
             "ARROYO__NODE__HEARTBEAT_INTERVAL_S": "0.5",

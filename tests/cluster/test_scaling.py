@@ -10,6 +10,7 @@ per pipeline), in one test."""
 from __future__ import annotations
 
 import http.client
+import os
 import signal
 import threading
 import time
@@ -171,10 +172,14 @@ def test_replicas_share_the_work_and_any_one_may_die(scaled: Cluster, tmp_path: 
         )
         assert cluster.wait_state(pid, "Running")
 
-    # kill -9 a node: its pipeline is scheduled on another, and goes on from its checkpoint.
+    # A machine lost, kill -9 of a node and its worker (a worker outlives its node alone): its
+    # pipeline is scheduled on another, and goes on from its checkpoint.
     victim_pid, victim = next(iter(placed.items()))
     before = cluster.job(victim_pid)
+    worker = worker_node(cluster, victim_pid)
+    assert worker is not None and worker[0] == victim
     assert cluster.stop(victim, signal.SIGKILL) == -signal.SIGKILL
+    os.kill(worker[1], signal.SIGKILL)
     moved = cluster.until(
         "the pipeline on another node",
         lambda: (

@@ -48,8 +48,11 @@ async def test_reports_are_routed_by_generation(tmp_path: Path) -> None:
 
             # No node has registered: the job waits in Scheduling, at generation 1.
             await eventually("Scheduling", scheduling, EVENTUALLY_S)
+            # No worker was started for it: a worker of its generation is not its worker.
             current = common.JobRef(job_id=job_id, generation=1, worker_id="w")
-            await client.heartbeat(pb.HeartbeatRequest(job=current, address="127.0.0.1:1"))
+            with pytest.raises(RpcError) as no_worker:
+                await client.heartbeat(pb.HeartbeatRequest(job=current, address="127.0.0.1:1"))
+            assert no_worker.value.code == "stale_generation"
 
             stale = common.JobRef(job_id=job_id, generation=0, worker_id="old")
             with pytest.raises(RpcError) as refused:
@@ -84,6 +87,7 @@ async def test_list_nodes_gives_each_nodes_slots_most_free_first(tmp_path: Path)
     store = await open_store(f"sqlite:///{tmp_path / 'a.db'}")
     await store.migrate()
     controller = Controller(Config(data_dir=tmp_path), store)
+    await controller.start()
     try:
         async with (
             serving(controller_service(controller)) as running,

@@ -166,6 +166,30 @@ async def test_a_successful_call_returns_the_generated_message() -> None:
     assert (response.job.job_id, response.job.generation) == ("job-1", 3)
 
 
+async def test_a_stop_for_another_job_or_generation_is_refused() -> None:
+    """A worker outlives its node, and the controller may ask it to stop directly; a stop
+    meant for the worker that had this address before (its port reused) stops nothing."""
+    identity = WorkerIdentity("job-1", 3, "worker-1", "node-1", 1)
+    runtime = ScriptedWorkerRuntime(identity, Phase.RUNNING)
+    async with (
+        serving(worker_service(runtime)) as running,
+        WorkerClient(running.grpc_address) as client,
+    ):
+        for job_id, generation in (("job-1", 2), ("job-2", 3)):
+            stale = common_pb2.JobRef(job_id=job_id, generation=generation)
+            with pytest.raises(RpcError) as refused:
+                await client.stop_execution(
+                    worker_pb2.StopExecutionRequest(job=stale, mode=common_pb2.STOP_MODE_IMMEDIATE)
+                )
+            assert refused.value.code == "stale_generation"
+        assert runtime.phase is Phase.RUNNING
+        current = common_pb2.JobRef(job_id="job-1", generation=3)
+        await client.stop_execution(
+            worker_pb2.StopExecutionRequest(job=current, mode=common_pb2.STOP_MODE_IMMEDIATE)
+        )
+    assert runtime.phase is Phase.STOPPED
+
+
 async def test_an_unreachable_peer_is_unavailable_and_retryable() -> None:
     async with WorkerClient(f"127.0.0.1:{free_port()}", timeout_s=5) as client:
         with pytest.raises(RpcError) as caught:

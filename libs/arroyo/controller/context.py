@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
+# A worker asked directly to stop answers at once, or is gone (or hung: fencing stops it).
+_DIRECT_STOP_TIMEOUT_S = 3.0
+
 
 class StateError(ArroyoError):
     """A state could not do its work; the driver decides between recovering and failing."""
@@ -78,6 +81,12 @@ class JobContext:
     tls: TlsIdentity | None = None
     # The controller's lease: every status write is fenced by it (Store.update_job_status).
     fence: Lease | None = None
+    # Saves one at a time, each writing the status as it is at its turn: the driver and the
+    # controller (a worker moved to the node that adopted it) both save, and the last write
+    # must be the latest status.
+    _saving: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Scheduling awaits the node's StartWorker reply: the worker it names may register first.
+    starting_worker: bool = False
 
     @classmethod
     def of(
@@ -110,7 +119,8 @@ class JobContext:
         self.status = dataclasses.replace(self.status, updated_at=now_micros(), **changes)  # type: ignore[arg-type]
 
     async def save(self) -> None:
-        await self.store.update_job_status(self.job_id, self.status, fence=self.fence)
+        async with self._saving:
+            await self.store.update_job_status(self.job_id, self.status, fence=self.fence)
 
     def state_dir(self) -> str:
         """Where this job's checkpoints live for its current run (``ignore_state`` bumps it)."""
@@ -149,8 +159,7 @@ class JobContext:
 
     async def stop_worker(self, mode: int) -> None:
         """Ask the worker to stop (graceful/immediate), or have its node kill it (force).
-        A worker that cannot be reached is killed through its node; one whose node is gone
-        is gone with it."""
+        A worker that cannot be reached is killed through its node (``kill_worker``)."""
         if self.status.worker_id is None:
             return
         if mode != common.STOP_MODE_FORCE and self.status.worker_address:
@@ -170,26 +179,51 @@ class JobContext:
         await self.kill_worker()
 
     async def kill_worker(self) -> None:
+        """Have the worker's node kill it. A worker outlives its node, so one whose node is gone
+        (and not yet adopted by a node restarted in its place), or whose node no longer knows
+        it, is asked directly to stop at once, if it has registered; one that does not answer
+        either is left to fencing: the controller refuses it once the job forgot it
+        (``Controller.context``), and it stops on the refusal, or on its own when it hears
+        nothing (the worker's self-fencing)."""
         worker_id, node_id = self.status.worker_id, self.status.node_id
-        if worker_id is None or node_id is None:
+        if worker_id is None:
             return
-        # A node missing from the registry may be registering again (after a controller
-        # restart): wait for it, unless it was dropped as dead (its workers died with it).
-        node = self.nodes.nodes.get(node_id)
-        if node is None and node_id not in self.nodes.lost:
-            node = await self.nodes.wait_for(node_id, self.settings.heartbeat_timeout_s)
+        node = None
+        if node_id is not None:
+            # A node missing from the registry may be registering again (after a controller
+            # restart): wait for it, unless it was dropped as gone.
+            node = self.nodes.nodes.get(node_id)
+            if node is None and node_id not in self.nodes.lost:
+                node = await self.nodes.wait_for(node_id, self.settings.heartbeat_timeout_s)
         self.nodes.release(worker_id)
-        if node is None:
-            return
-        client = NodeClient(node.address, tls=self.tls)
-        try:
-            await client.stop_worker(
-                node_pb2.StopWorkerRequest(
-                    job_id=self.job_id, worker_id=worker_id, mode=common.STOP_MODE_FORCE
+        killed = False
+        if node is not None:
+            client = NodeClient(node.address, tls=self.tls)
+            try:
+                response = await client.stop_worker(
+                    node_pb2.StopWorkerRequest(
+                        job_id=self.job_id, worker_id=worker_id, mode=common.STOP_MODE_FORCE
+                    )
                 )
+                killed = response.found
+            except RpcError as err:
+                log.warning("node_unreachable", node_id=node_id, error=err.message)
+            finally:
+                await client.close()
+        if not killed and self.status.worker_address:
+            await self._stop_directly(self.status.worker_address)
+
+    async def _stop_directly(self, address: str) -> None:
+        from arroyo_rpc.v1 import worker_pb2
+
+        client = WorkerClient(address, tls=self.tls, timeout_s=_DIRECT_STOP_TIMEOUT_S)
+        try:
+            await client.stop_execution(
+                worker_pb2.StopExecutionRequest(job=self.ref(), mode=common.STOP_MODE_IMMEDIATE)
             )
+            log.info("worker_stopped_directly", job_id=self.job_id, address=address)
         except RpcError as err:
-            log.warning("node_unreachable", node_id=node_id, error=err.message)
+            log.info("worker_unreachable", job_id=self.job_id, error=err.message)
         finally:
             await client.close()
 

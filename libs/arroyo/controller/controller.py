@@ -3,8 +3,9 @@
 The api writes what users want into the database; the controller reads it (every
 ``poll_interval_s``, and at once when the api sends ``JobsChanged``), starts a driver for each
 job, and hands changed configs to the drivers as events. Workers' reports arrive through the
-gRPC servicer and are routed here; a report from any generation but the job's current one is
-refused, so a worker the controller gave up on cannot move its job.
+gRPC servicer and are routed here; a report from any worker but the job's current one (another
+generation, another worker id, or a job in a state that has no worker) is refused, and the
+worker stops on the refusal, so a worker the controller gave up on cannot move its job.
 
 A controller restart loses nothing: job states are in the database, a running worker keeps
 heartbeating (retrying until the new controller answers) and is adopted by the driver that
@@ -12,6 +13,12 @@ resumes in Running, and nodes re-register when their heartbeat is not recognised
 that adopted jobs hold are counted taken again then). A standby that takes over the lease
 (``arroyo.controller.lease``) is a restarted controller in this sense: it starts from the
 database alone.
+
+A node is not its workers' lifeline: a worker runs on when its node is killed, and the node
+restarted at its address adopts it and lists it when it registers; the job stays Running in its
+generation, moved onto the new node. So a node that goes silent fails over only the jobs whose
+workers had not registered yet; a registered worker is lost when its own heartbeats stop (a
+machine that is really gone), or when the node that replaced its own does not list it.
 """
 
 from __future__ import annotations
@@ -33,14 +40,17 @@ from arroyo.controller.history import MetricsHistory
 from arroyo.controller.nodes import NodeRegistry
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.program.spec import PipelineProgram
+from arroyo.rpc import NodeClient, RpcError
 from arroyo.store import JobId, JobState, Lease, Store
 from arroyo.tls import TlsIdentity
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import controller_pb2 as pb
+from arroyo_rpc.v1 import node_pb2
 
 log = structlog.get_logger(__name__)
 
-_MONITOR_INTERVAL_S = 0.5
+# The monitor looks at nodes and heartbeats this often.
+MONITOR_INTERVAL_S = 0.5
 _RECENT_OUTPUT_BATCHES = 100
 
 
@@ -54,6 +64,30 @@ class StaleGenerationError(ArroyoError):
 class UnknownJobError(ArroyoError):
     code = "not_found"
     domain = ErrorDomain.USER
+
+
+class NotSyncedError(ArroyoError):
+    """The controller has not read the jobs yet (it just started, or took over the lease): a
+    worker's call or a node's registration is answered with this retryable error, never with
+    a refusal, so that no live job's worker stops and no adopted worker's move is lost."""
+
+    code = "unavailable"
+    domain = ErrorDomain.EXTERNAL
+    retryable = True
+
+
+# The states in which a job has a worker that may call: any other (terminal, Created,
+# Compiling, Recovering, Failing) has none, and a worker that calls is refused and stops.
+_WORKER_STATES = frozenset(
+    (
+        JobState.SCHEDULING,
+        JobState.RUNNING,
+        JobState.CHECKPOINT_STOPPING,
+        JobState.FINISHING,
+        JobState.STOPPING,
+        JobState.RESTARTING,
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,16 +120,22 @@ class Controller:
         # The lease this controller acts under, set before ``start``: its drivers' status
         # writes are fenced by it (None: unfenced, as in tests that run no lease).
         self.fence: Lease | None = None
+        # Set once the first sync has read the jobs: until then workers and nodes are asked to
+        # try again (NotSyncedError).
+        self.synced = False
+        # Stops of listed workers that are not their job's current one (register_node).
+        self._stops: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         await self.sync()
+        self.synced = True
         self._tasks = [
             asyncio.create_task(self._poll(), name="poll"),
             asyncio.create_task(self._monitor(), name="monitor"),
         ]
 
     async def close(self) -> None:
-        for task in self._tasks:
+        for task in [*self._tasks, *self._stops]:
             task.cancel()
         for driver in self.drivers.values():
             await driver.stop()
@@ -157,9 +197,11 @@ class Controller:
     async def _monitor(self) -> None:
         """Workers whose heartbeats stopped, and nodes that died, become WorkerLost events."""
         while True:
-            await asyncio.sleep(_MONITOR_INTERVAL_S)
+            await asyncio.sleep(MONITOR_INTERVAL_S)
             now = time.monotonic()
-            lost_nodes = {n.node_id for n in self.nodes.expired()}
+            expired = self.nodes.expired()
+            replaced = {n.node_id for n in expired if n.replaced_by}
+            silent = {n.node_id for n in expired if not n.replaced_by}
             for driver in self.drivers.values():
                 ctx = driver.ctx
                 if ctx.status.worker_id is None or ctx.status.state not in (
@@ -169,7 +211,10 @@ class Controller:
                     JobState.FINISHING,
                 ):
                     continue
-                if ctx.status.node_id in lost_nodes:
+                if ctx.status.node_id in replaced:
+                    # The new node at its address listed the workers it adopted: not this one.
+                    self._lose(ctx, f"node {ctx.status.node_id} was replaced without its worker")
+                elif ctx.status.node_id in silent and not ctx.status.worker_address:
                     self._lose(ctx, f"node {ctx.status.node_id} is gone")
                 elif (
                     ctx.status.worker_address
@@ -184,14 +229,105 @@ class Controller:
     # nodes
 
     async def register_node(self, request: pb.RegisterNodeRequest) -> None:
-        """A node (re)registers. Its slots that jobs' workers hold are counted taken again: a
-        controller that took over, or restarted, learns of them only from the jobs' records,
-        and would otherwise place new work on slots that are busy."""
+        """A node (re)registers. A job whose current worker it lists (one it adopted from the
+        node before it at its address) moves onto it. Its slots that jobs' workers hold are
+        counted taken again: a controller that took over, or restarted, learns of them only
+        from the jobs' records, and would otherwise place new work on slots that are busy.
+        A listed worker that is not its job's current one (a job deleted, stopped or moved on
+        to a new generation while the node was down) is killed through the registering node.
+        Refused (retryable; the node retries) until the first sync has read the jobs."""
+        if not self.synced:
+            raise NotSyncedError("the controller has not read its jobs yet")
+        stale = []
+        for listed in request.workers:
+            if self._being_started(listed.job_id, listed.generation):
+                continue  # the worker Scheduling awaits the StartWorker reply of: its own
+            if self._is_current(listed.job_id, listed.generation, listed.worker_id):
+                await self._move_worker(listed, request.node_id)
+            else:
+                stale.append(listed)
+        if stale:
+            task = asyncio.create_task(self._stop_listed(request.node_id, request.address, stale))
+            self._stops.add(task)
+            task.add_done_callback(self._stops.discard)
         for driver in self.drivers.values():
             status = driver.ctx.status
             if status.node_id == request.node_id and status.worker_id and not status.state.terminal:
                 self.nodes.held(request.node_id, status.worker_id, driver.ctx.config.parallelism)
         await self.nodes.register(request.node_id, request.address, request.task_slots)
+
+    async def _stop_listed(self, node_id: str, address: str, workers: list[pb.NodeWorker]) -> None:
+        """Have the node kill the workers it listed that no job runs on any more (their own
+        heartbeats' refusal would stop them too, but only if they reach this controller)."""
+        client = NodeClient(address, tls=self.tls)
+        try:
+            for listed in workers:
+                log.info(
+                    "stale_worker_stopped",
+                    node_id=node_id,
+                    worker_id=listed.worker_id,
+                    job_id=listed.job_id,
+                    generation=listed.generation,
+                )
+                try:
+                    await client.stop_worker(
+                        node_pb2.StopWorkerRequest(
+                            job_id=listed.job_id,
+                            worker_id=listed.worker_id,
+                            mode=common.STOP_MODE_FORCE,
+                        )
+                    )
+                except RpcError as err:
+                    log.warning("stale_worker_not_stopped", node_id=node_id, error=err.message)
+        finally:
+            await client.close()
+
+    def _being_started(self, job_id: str, generation: int) -> bool:
+        driver = self.drivers.get(JobId(job_id))
+        if driver is None:
+            return False
+        ctx = driver.ctx
+        return (
+            ctx.starting_worker
+            and ctx.status.state is JobState.SCHEDULING
+            and ctx.status.worker_id is None
+            and ctx.status.generation == generation
+        )
+
+    def _is_current(self, job_id: str, generation: int, worker_id: str) -> bool:
+        """Whether ``worker_id`` of ``generation`` is the worker the job runs on now."""
+        driver = self.drivers.get(JobId(job_id))
+        if driver is None:
+            return False
+        status = driver.ctx.status
+        return (
+            status.generation == generation
+            and status.state in _WORKER_STATES
+            and status.worker_id is not None
+            and status.worker_id == worker_id
+        )
+
+    async def _move_worker(self, listed: pb.NodeWorker, node_id: str) -> None:
+        """The job's worker (its current one: ``_is_current``) now runs under ``node_id``: its
+        slots move there."""
+        ctx = self.drivers[JobId(listed.job_id)].ctx
+        status = ctx.status
+        if status.node_id == node_id:
+            return
+        log.info(
+            "job_worker_adopted",
+            job_id=ctx.job_id,
+            worker_id=listed.worker_id,
+            generation=listed.generation,
+            node_id=node_id,
+            previous_node_id=status.node_id,
+        )
+        self.nodes.release(listed.worker_id)
+        ctx.update(node_id=node_id)
+        try:
+            await ctx.save()
+        except Exception as err:  # the next save writes it; the move holds in memory
+            log.warning("job_worker_move_unsaved", job_id=ctx.job_id, error=str(err))
 
     def heartbeat_node(self, request: pb.HeartbeatNodeRequest) -> bool:
         node = self.nodes.heartbeat(request.node_id, list(request.worker_ids))
@@ -227,14 +363,38 @@ class Controller:
     # workers
 
     def context(self, ref: common.JobRef) -> JobContext:
-        """The job's context, if ``ref`` is its current generation; else the refusal."""
+        """The job's context, if ``ref`` is its current worker; else the refusal, on which the
+        worker stops.
+
+        Fencing is by worker id as well as by generation: only Scheduling starts a new
+        generation, while stopping, failing, finishing, restarting or recovering a job forgets
+        its worker (``worker_id`` None, saved with the state) without one. So a worker is
+        refused when its generation is not the job's, when the job is in a state that has no
+        worker, or when its id is not the job's worker's. The one exception: in Scheduling,
+        while the node's StartWorker reply (which names the worker) is awaited, a warm worker
+        handed the job may register first. (Bumping the generation whenever the worker is
+        forgotten would fence as well, but it would need a write of its own on every stop
+        path, and a worker-id check also keeps a heartbeat from naming a worker the job
+        forgot.)"""
+        if not self.synced:
+            raise NotSyncedError("the controller has not read its jobs yet")
         driver = self.drivers.get(JobId(ref.job_id))
         if driver is None:
             raise UnknownJobError(f"no job {ref.job_id}")
         ctx = driver.ctx
-        if ref.generation != ctx.status.generation:
+        status = ctx.status
+        if ref.generation != status.generation:
             raise StaleGenerationError(
-                f"job {ref.job_id} is at generation {ctx.status.generation}, not {ref.generation}"
+                f"job {ref.job_id} is at generation {status.generation}, not {ref.generation}"
+            )
+        if status.state not in _WORKER_STATES:
+            raise StaleGenerationError(f"job {ref.job_id} is {status.state}: it has no worker")
+        if status.worker_id is None:
+            if not (status.state is JobState.SCHEDULING and ctx.starting_worker):
+                raise StaleGenerationError(f"job {ref.job_id} has no worker")
+        elif ref.worker_id != status.worker_id:
+            raise StaleGenerationError(
+                f"worker {ref.worker_id or '(none)'} is not job {ref.job_id}'s worker"
             )
         return ctx
 
@@ -263,9 +423,15 @@ class Controller:
     def heartbeat(self, request: pb.HeartbeatRequest) -> None:
         ctx = self.context(request.job)
         ctx.last_heartbeat = time.monotonic()
-        if request.address and ctx.status.worker_address != request.address:
-            # A restarted controller learns where its running worker is.
-            ctx.update(worker_address=request.address, worker_id=request.job.worker_id)
+        if (
+            request.address
+            and ctx.status.worker_id is not None
+            and ctx.status.state is not JobState.SCHEDULING
+            and ctx.status.worker_address != request.address
+        ):
+            # The job's own worker (``context``) tells where it is. Never names a worker: a job
+            # that forgot its worker, or has not registered one yet, keeps it so.
+            ctx.update(worker_address=request.address)
 
     def record_metrics(self, request: pb.JobMetricsRequest) -> None:
         self.context(request.job)

@@ -21,6 +21,8 @@ class Node:
     assigned: dict[str, int] = field(default_factory=dict)
     # workers the node said it runs, at its last heartbeat
     reported: set[str] = field(default_factory=set)
+    # The node that registered at this one's address, once one has: this one is gone.
+    replaced_by: str | None = None
 
     @property
     def free_slots(self) -> int:
@@ -30,8 +32,10 @@ class Node:
 class NodeRegistry:
     """Live nodes. Nodes register and heartbeat; one silent past the timeout is dropped, and so
     is one whose address a newly registered node took: two live processes cannot listen on one
-    address, so the old one is gone (a node restarted in place, with a new id), and its
-    workers with it. Dropped nodes are remembered in ``lost``, so that no one waits for them."""
+    address, so the old one is gone (a node restarted in place, with a new id). Its workers are
+    not gone with it: the new node adopts those still alive and lists them when it registers
+    (the controller moves their jobs onto it). Dropped nodes are remembered in ``lost``, so
+    that no one waits for them."""
 
     def __init__(self, heartbeat_timeout_s: float) -> None:
         self.timeout = heartbeat_timeout_s
@@ -48,6 +52,7 @@ class NodeRegistry:
             for other in [n for n in self.nodes.values() if n.address == address]:
                 del self.nodes[other.node_id]
                 self.lost.add(other.node_id)
+                other.replaced_by = node_id
                 self._replaced.append(other)
                 log.warning("node_replaced", node_id=other.node_id, by=node_id, address=address)
             node = Node(node_id, address, task_slots)

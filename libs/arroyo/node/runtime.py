@@ -5,6 +5,14 @@ killed, takes nothing else with it. With ``node.warm_worker`` the node keeps one
 ahead of need (``arroyo worker --warm``: its SparkSession up, waiting on its standard input for
 the job it will run); a job that fits its slots gets it, and the next warm one starts behind it.
 
+A node is its workers' supervisor, not their lifeline: a worker with a job runs on when its
+node is killed -9 (its own session and process group; no parent-death signal), and the node
+started in its place adopts it from the record it left (``arroyo.node.records``): lists it in
+its registration and heartbeats, counts its slots, stops it by signal and notices its exit by
+polling. Only the warm worker, which has no job yet, ends with its node: it reads EOF on the
+standard input the node held. A node that shuts down cleanly (SIGTERM) stops every worker it
+runs, adopted ones included: an operator who stops a node means its work to stop.
+
 The node's heartbeat lists the workers still alive: the
 controller learns of a dead worker at the next heartbeat instead of waiting out the worker's own
 heartbeat timeout. Each worker's output goes to ``<data_dir>/logs/worker-<id>.log``.
@@ -25,6 +33,13 @@ from pathlib import Path
 import structlog
 
 from arroyo.config import Config
+from arroyo.node.records import (
+    AdoptedProcess,
+    WorkerRecord,
+    WorkerRecords,
+    boot_id,
+    process_start_time,
+)
 from arroyo.rpc import ControllerClient, RpcError
 from arroyo_rpc.v1 import controller_pb2 as pb
 
@@ -37,13 +52,34 @@ class WorkerHandle:
     job_id: str
     generation: int
     slots: int
-    process: asyncio.subprocess.Process
+    # Its child, or a worker a node before it started and it adopted.
+    process: asyncio.subprocess.Process | AdoptedProcess
     log_path: Path
     reaper: asyncio.Task[None] | None = None
 
     @property
     def running(self) -> bool:
         return self.process.returncode is None
+
+    @property
+    def adopted(self) -> bool:
+        return isinstance(self.process, AdoptedProcess)
+
+    def record(self) -> WorkerRecord | None:
+        """What a node after this one needs to adopt it (None: it has exited already)."""
+        start_time = process_start_time(self.process.pid)
+        if start_time is None:
+            return None
+        return WorkerRecord(
+            self.worker_id,
+            self.job_id,
+            self.generation,
+            self.slots,
+            self.process.pid,
+            start_time,
+            str(self.log_path),
+            boot_id(),
+        )
 
 
 class NodeRuntime:
@@ -70,6 +106,13 @@ class NodeRuntime:
         self._heartbeat: asyncio.Task[None] | None = None
         self._warm: WorkerHandle | None = None
         self._last_contact: float | None = None  # monotonic: the controller's last answer
+        self._records: WorkerRecords | None = None  # once the address is known (``run``)
+
+    @property
+    def records(self) -> WorkerRecords:
+        if self._records is None:
+            self._records = WorkerRecords(self.config.data_dir, self.address)
+        return self._records
 
     @property
     def free_slots(self) -> int:
@@ -88,6 +131,9 @@ class NodeRuntime:
         return {"controller": None}
 
     async def run(self) -> None:
+        """Adopt the workers a node before this one left running, register, heartbeat, and
+        start the warm worker. Called once the address the node serves at is known."""
+        self.adopt()
         await self._register()
         self._heartbeat = asyncio.create_task(self._heartbeats())
         await self._keep_warm()
@@ -96,7 +142,37 @@ class NodeRuntime:
         if self.config.node.warm_worker and (self._warm is None or not self._warm.running):
             self._warm = await self._spawn("", 0, self.config.node.warm_worker_slots, {})
 
+    def adopt(self) -> list[WorkerHandle]:
+        """The live workers recorded at this node's address, as this node's own."""
+        adopted = []
+        for record in self.records.adoptable():
+            if record.worker_id in self.workers:
+                continue
+            poll_s = self.config.node.heartbeat_interval_s
+            process = AdoptedProcess(record.pid, record.start_time, poll_s)
+            handle = WorkerHandle(
+                record.worker_id,
+                record.job_id,
+                record.generation,
+                record.slots,
+                process,
+                Path(record.log_path),
+            )
+            self.workers[record.worker_id] = handle
+            handle.reaper = asyncio.create_task(self._reap(handle))
+            adopted.append(handle)
+            log.info(
+                "worker_adopted",
+                worker_id=record.worker_id,
+                job_id=record.job_id,
+                generation=record.generation,
+                pid=record.pid,
+            )
+        return adopted
+
     async def close(self) -> None:
+        """A clean shutdown stops every worker, adopted ones too (SIGTERM: each stops at a
+        checkpoint; SIGKILL after 60 s)."""
         if self._heartbeat is not None:
             self._heartbeat.cancel()
         for handle in list(self.workers.values()):
@@ -114,11 +190,15 @@ class NodeRuntime:
         warm = self._warm
         if warm is not None and warm.running and slots <= warm.slots and not env:
             self._warm = None
+            assert isinstance(warm.process, asyncio.subprocess.Process)
             assert warm.process.stdin is not None
+            warm.job_id, warm.generation, warm.slots = job_id, generation, slots
+            # Recorded before it learns of its job: a node killed in between leaves a record
+            # of a worker that reads EOF and exits, never a job worker without a record.
+            self._record(warm)
             assignment = {"job_id": job_id, "generation": generation}
             warm.process.stdin.write(json.dumps(assignment).encode() + b"\n")
             await warm.process.stdin.drain()
-            warm.job_id, warm.generation, warm.slots = job_id, generation, slots
             log.info("warm_worker_assigned", worker_id=warm.worker_id, job_id=job_id)
             await self._keep_warm()
             return warm
@@ -158,7 +238,10 @@ class NodeRuntime:
             )
         handle = WorkerHandle(worker_id, job_id, generation, slots, process, log_path)
         self.workers[worker_id] = handle
+        # Reaped whatever happens to its record.
         handle.reaper = asyncio.create_task(self._reap(handle))
+        if job_id:
+            self._record(handle)
         log.info(
             "worker_started",
             worker_id=worker_id,
@@ -176,15 +259,46 @@ class NodeRuntime:
         log.info("worker_stopping", worker_id=worker_id, force=force)
         return True
 
+    def _record(self, handle: WorkerHandle) -> None:
+        """Best-effort: a worker whose record cannot be written runs as well; only a node
+        started after this one crashed would not adopt it (its job then recovers)."""
+        record = handle.record()
+        if record is None:
+            return
+        try:
+            self.records.write(record)
+        except OSError as err:
+            log.warning("worker_record_not_written", worker_id=handle.worker_id, error=str(err))
+
     async def _reap(self, handle: WorkerHandle) -> None:
         code = await handle.process.wait()
-        log.info("worker_exited", worker_id=handle.worker_id, job_id=handle.job_id, code=code)
+        self.records.remove(handle.worker_id)
+        log.info(
+            "worker_exited",
+            worker_id=handle.worker_id,
+            job_id=handle.job_id,
+            code=code,
+            adopted=handle.adopted,
+        )
+
+    def job_workers(self) -> list[pb.NodeWorker]:
+        """The live workers that run a job (not the warm one), adopted ones included."""
+        return [
+            pb.NodeWorker(
+                worker_id=w.worker_id, job_id=w.job_id, generation=w.generation, slots=w.slots
+            )
+            for w in self.workers.values()
+            if w.running and w.job_id
+        ]
 
     async def _register(self) -> None:
-        request = pb.RegisterNodeRequest(
-            node_id=self.node_id, address=self.address, task_slots=self.config.node.task_slots
-        )
         while True:
+            request = pb.RegisterNodeRequest(
+                node_id=self.node_id,
+                address=self.address,
+                task_slots=self.config.node.task_slots,
+                workers=self.job_workers(),
+            )
             try:
                 await self.controller.register_node(request)
                 self._last_contact = time.monotonic()

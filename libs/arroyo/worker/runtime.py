@@ -49,6 +49,9 @@ _DOMAINS = {
 _RETRY_SECONDS = 0.5
 _CLOSE_TIMEOUT_S = 60.0
 _REPORT_TIMEOUT_S = 10.0
+# The controller's refusals that mean this worker's run is over: its job moved on to another
+# generation or worker, or no longer has one, or is deleted.
+_FENCING_CODES = frozenset(("stale_generation", "not_found"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +99,11 @@ class WorkerRuntime:
         self._loop = asyncio.get_running_loop()
         self._outbox: asyncio.Queue[Callable[[], Coroutine[Any, Any, Any]]] = asyncio.Queue()
         self._tasks: list[asyncio.Task[None]] = []
+        # The process's exit code once the run is over: non-zero when it fenced itself.
+        self.exit_code = 0
+        self._fenced = False
+        # monotonic: the controller's last answer to a heartbeat (or to the registration).
+        self._last_ack = time.monotonic()
 
     @property
     def phase(self) -> Phase:
@@ -114,16 +122,61 @@ class WorkerRuntime:
                 )
             )
         )
+        self._last_ack = time.monotonic()
         log.info("worker_registered", job_id=ref.job_id, generation=ref.generation)
         self._tasks = [
             asyncio.create_task(self._heartbeats()),
             asyncio.create_task(self._sender()),
+            asyncio.create_task(self._watchdog()),
         ]
+
+    def fence_after_s(self) -> float:
+        """How long this worker runs on without an answer to its heartbeats: two of its
+        heartbeat intervals less than the controller's worker heartbeat timeout, so it has
+        stopped before the controller takes it for dead and starts a new generation."""
+        interval = self.config.worker.heartbeat_interval_s
+        return max(interval, self.config.controller.heartbeat_timeout_s - 2 * interval)
+
+    def fence(self, reason: str, *, exit_code: int) -> None:
+        """Stop the execution at once (its queries stopped, no further commit) and exit: the
+        controller refused this worker (its job moved on, stopped or is gone), or has not
+        answered for too long to be sure it has not."""
+        if self._fenced:
+            return
+        self._fenced = True
+        self.exit_code = exit_code
+        log.warning("worker_fenced", job_id=self.identity.job_id, reason=reason)
+        if self.execution is not None:
+            self.execution.stop(graceful=False)
+        self.done.set()
+
+    async def _watchdog(self) -> None:
+        interval = self.config.worker.heartbeat_interval_s
+        limit = self.fence_after_s()
+        while True:
+            await asyncio.sleep(interval / 2)
+            silent = time.monotonic() - self._last_ack
+            if silent > limit:
+                log.error(
+                    "worker_self_fenced",
+                    job_id=self.identity.job_id,
+                    generation=self.identity.generation,
+                    silent_s=round(silent, 1),
+                    limit_s=limit,
+                    reason="the controller has not answered a heartbeat: stopping before it "
+                    "can fail the job over",
+                )
+                self.fence("controller silent", exit_code=3)
+                return
 
     async def close(self) -> None:
         """On SIGTERM: stop after the batch in flight commits, and tell the controller (for a
         while: a controller that is gone too learns it from the missing heartbeats)."""
-        if self.execution is not None and self.phase in (Phase.RUNNING, Phase.STOPPING):
+        if self._fenced:
+            if self.execution is not None:
+                self.execution.stop(graceful=False)  # one started as it was fenced, too
+                await asyncio.to_thread(self.execution.join, _CLOSE_TIMEOUT_S)
+        elif self.execution is not None and self.phase in (Phase.RUNNING, Phase.STOPPING):
             self.execution.stop(graceful=True)
             await asyncio.to_thread(self.execution.join, _CLOSE_TIMEOUT_S)
             with contextlib.suppress(TimeoutError):
@@ -137,6 +190,8 @@ class WorkerRuntime:
         if self.execution is not None:
             raise ArroyoError("this worker already runs its program", code="already_running")
         program = await self._with_secrets(PipelineProgram.from_json(program_json))
+        if self._fenced:
+            raise ArroyoError("this worker has stopped: its run is over", code="stale_generation")
         route_stdout(self._live_output)
         # A warm worker's session was made before its job was known.
         from arroyo.engine.session import DELTA_SNAPSHOT_PARTITIONS
@@ -207,8 +262,9 @@ class WorkerRuntime:
             await self._deliver(call)
 
     async def _deliver(self, call: Callable[[], Coroutine[Any, Any, Any]]) -> None:
-        """Retry while the controller is unreachable; give up on a refusal (a stale generation:
-        the controller has moved on and this worker's reports no longer matter)."""
+        """Retry while the controller is unreachable; give up on a refusal, and stop at once on
+        one that says this worker is not its job's any more (a stale generation, or a job that
+        is gone)."""
         while True:
             try:
                 await call()
@@ -218,8 +274,8 @@ class WorkerRuntime:
                     await asyncio.sleep(_RETRY_SECONDS)
                     continue
                 log.warning("report_refused", code=err.code, error=err.message)
-                if err.code == "stale_generation":
-                    self.done.set()
+                if err.code in _FENCING_CODES:
+                    self.fence(err.code, exit_code=0)
                 return
 
     async def _heartbeats(self) -> None:
@@ -233,13 +289,14 @@ class WorkerRuntime:
             )
             try:
                 await self.controller.heartbeat(request)
+                self._last_ack = time.monotonic()
             except RpcError as err:
                 if not err.retryable:
-                    log.warning("heartbeat_refused", code=err.code)
-                    if err.code == "stale_generation":
-                        # The controller gave this run up; stop at once and exit.
-                        self.stop_execution(graceful=False)
-                        self.done.set()
+                    log.warning("heartbeat_refused", code=err.code, error=err.message)
+                    if err.code in _FENCING_CODES:
+                        # The controller gave this run up, or the job is gone: stop at once
+                        # and exit.
+                        self.fence(err.code, exit_code=0)
             await asyncio.sleep(interval)
 
 

@@ -8,14 +8,28 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class RegisterNodeRequest(_message.Message):
-    __slots__ = ("node_id", "address", "task_slots")
+    __slots__ = ("node_id", "address", "task_slots", "workers")
     NODE_ID_FIELD_NUMBER: _ClassVar[int]
     ADDRESS_FIELD_NUMBER: _ClassVar[int]
     TASK_SLOTS_FIELD_NUMBER: _ClassVar[int]
+    WORKERS_FIELD_NUMBER: _ClassVar[int]
     node_id: str
     address: str
     task_slots: int
-    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ..., task_slots: _Optional[int] = ...) -> None: ...
+    workers: _containers.RepeatedCompositeFieldContainer[NodeWorker]
+    def __init__(self, node_id: _Optional[str] = ..., address: _Optional[str] = ..., task_slots: _Optional[int] = ..., workers: _Optional[_Iterable[_Union[NodeWorker, _Mapping]]] = ...) -> None: ...
+
+class NodeWorker(_message.Message):
+    __slots__ = ("worker_id", "job_id", "generation", "slots")
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    JOB_ID_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_FIELD_NUMBER: _ClassVar[int]
+    SLOTS_FIELD_NUMBER: _ClassVar[int]
+    worker_id: str
+    job_id: str
+    generation: int
+    slots: int
+    def __init__(self, worker_id: _Optional[str] = ..., job_id: _Optional[str] = ..., generation: _Optional[int] = ..., slots: _Optional[int] = ...) -> None: ...
 
 class RegisterNodeResponse(_message.Message):
     __slots__ = ()

@@ -42,6 +42,7 @@ class Scheduling:
         if node is None:
             raise StateError(f"no node has {slots} free task slots", code="no_slots")
         client = NodeClient(node.address, tls=ctx.tls)
+        ctx.starting_worker = True
         try:
             started = await client.start_worker(
                 node_pb2.StartWorkerRequest(
@@ -49,12 +50,14 @@ class Scheduling:
                 )
             )
             ctx.nodes.assign(node.node_id, started.worker_id, slots)
+            # Before anything else awaits: the worker is the job's from here on.
+            ctx.update(worker_id=started.worker_id, node_id=node.node_id)
         except RpcError as err:
             raise StateError(f"node {node.node_id} did not start a worker: {err.message}") from err
         finally:
+            ctx.starting_worker = False
             ctx.nodes.release(claim)
             await client.close()
-        ctx.update(worker_id=started.worker_id, node_id=node.node_id)
         await ctx.save()
         address = await _registered(ctx)
         ctx.update(worker_address=address)
@@ -81,7 +84,7 @@ async def _registered(ctx: JobContext) -> str:
     deadline = time.monotonic() + _REGISTER_TIMEOUT_S
     while (left := deadline - time.monotonic()) > 0:
         event = await ctx.next_event(left)
-        if isinstance(event, Registered):
+        if isinstance(event, Registered) and event.worker_id == ctx.status.worker_id:
             return event.address
         if isinstance(event, WorkerLost):
             raise StateError(f"the worker died before registering: {event.reason}")
