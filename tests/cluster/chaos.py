@@ -236,8 +236,8 @@ class Chaos:
             self.cluster.wait_state(self.pipeline_id, "Running")
             self._wait_for("the first window", lambda: watcher.newest() >= 0, 120)
             # Every compiler replica has planned the query before the first fault, as replicas
-            # that share a deployment's traffic have: a JVM's first plan of a query takes
-            # seconds more than the next (cold code), which is not the failover's cost. The
+            # that share a deployment's traffic have: a JVM's first plan of a query takes a
+            # second or more longer than the next (cold code), no part of the failover. The
             # api takes turns (round robin): two validations per replica reach each of them.
             validation = _Validation(self.cluster, self.query)
             for _ in range(2 * len(self.cluster.replicas("compiler"))):
@@ -259,8 +259,8 @@ class Chaos:
                     if recovery.replica is not None:
                         restart = recovery.restart_s
                         took += (
-                            f"; by the surviving replica: {recovery.by_survivor}; killed "
-                            "replica ready again in "
+                            f"; by the surviving replica: {recovery.by_survivor}; the killed "
+                            f"{recovery.replica} ready again in "
                             + (f"{restart:.1f} s" if restart is not None else "-")
                         )
                     took += ")"
