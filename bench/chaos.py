@@ -5,12 +5,13 @@ windows. The faults, the definition of recovery and the check are ``tests/cluste
 (``tests/cluster/test_chaos.py`` runs one of each in CI).
 
     PYTHONPATH=libs:. .venv/bin/python bench/chaos.py [--seed 32] [--minutes 10] [--faults 24]
-        [--rate 500] [--pause 20] [--baseline 3] [--keep DIR]
+        [--rate 500] [--pause 20] [--baseline 3] [--compilers 2] [--keep DIR]
 
-Starts its own PostgreSQL server, Kafka broker and services (api, controller, compiler, node:
-``tests/cluster/harness.py``) on free ports on 127.0.0.1, in a temporary directory (``--keep``:
-in DIR, logs kept), and stops them all at the end, also on failure. Prints each fault as it
-recovers, then the figures; never fails on a figure.
+Starts its own PostgreSQL server, Kafka broker and services (api, controller, two compilers
+(``--compilers``: the ``compiler`` fault kills one, in turn; with 1 the api waits out its
+restart), node: ``tests/cluster/harness.py``) on free ports on 127.0.0.1, in a temporary
+directory (``--keep``: in DIR, logs kept), and stops them all at the end, also on failure.
+Prints each fault as it recovers, then the figures; never fails on a figure.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def main() -> None:
     parser.add_argument("--rate", type=int, default=500, help="input events per second")
     parser.add_argument("--pause", type=float, default=20.0, help="seconds the broker stops")
     parser.add_argument("--baseline", type=int, default=3, help="catch-ups timed at no fault")
+    parser.add_argument("--compilers", type=int, default=2, help="compiler replicas")
     parser.add_argument("--keep", type=Path, help="run in this directory and keep its logs")
     args = parser.parse_args()
 
@@ -42,7 +44,8 @@ def main() -> None:
     faults = schedule(args.seed, args.faults, seconds)
     print(
         f"chaos: seed {args.seed}, {args.faults} faults over {args.minutes:g} min, "
-        f"{args.rate} events/s, broker paused {args.pause:g} s; goal: every recovery under "
+        f"{args.rate} events/s, broker paused {args.pause:g} s, {args.compilers} "
+        f"compiler(s); goal: every recovery under "
         f"{GOAL_S:g} s, no row lost or duplicated",
         flush=True,
     )
@@ -53,7 +56,9 @@ def main() -> None:
         with (
             running_postgres_server() as postgres,
             KafkaBroker.start(root / "kafka") as broker,
-            running_cluster(root / "cluster", postgres.url, tls=True) as cluster,
+            running_cluster(
+                root / "cluster", postgres.url, tls=True, compilers=args.compilers
+            ) as cluster,
         ):
             say = lambda line: print(line, flush=True)  # noqa: E731
             chaos = Chaos(cluster, broker, postgres, pause_s=args.pause, say=say)

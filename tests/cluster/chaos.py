@@ -8,7 +8,11 @@ The faults (``FAULT_KINDS``):
 - ``api``, ``controller``, ``compiler``, ``node``: kill -9 of the service's process, which the
   run (as a supervisor would: systemd's ``Restart=always``, ``arroyo cluster``) starts again at
   once with the same configuration. A node's worker outlives it: the node started again adopts
-  it, and the job runs on in its generation.
+  it, and the job runs on in its generation. A kind with several replicas loses one, in turn:
+  the chaos cluster runs two compilers (``running_cluster(compilers=2)``, the api given both
+  addresses), as a deployment answers "a compiler dies" (the compiler is stateless; one
+  compiler's restart is a JVM, a Spark session and a warm-up plan: 6-19 s on a loaded 2-core
+  machine, which the api would wait out with no other).
 - ``worker``: kill -9 of the job's worker; nothing but the controller brings it back.
 - ``postgres``: ``pg_ctl restart -m fast``: every service's connections are cut.
 - ``kafka``: SIGSTOP of the broker for ``pause_s`` seconds, then SIGCONT.
@@ -16,7 +20,9 @@ The faults (``FAULT_KINDS``):
 Recovery, per fault: the seconds from the fault (for the broker pause, from its SIGCONT: the
 pause itself is the fault's length, not its recovery) until both
 (1) the component answers again: the api serves the job from the database (``api``,
-    ``postgres``), the api validates a query through the compiler (``compiler``), the controller
+    ``postgres``), the api validates a query through the compilers (``compiler``: with two,
+    that is the api's failover to the other one; each answer is checked to have come while the
+    killed one's gRPC port was still closed, ``by_survivor``), the controller
     says it is ready on ``/status`` and the job is Running (``controller``), the node says it is
     ready and the job is Running (``node``: no new generation, its worker adopted), the job runs
     a new generation (``worker``); and
@@ -28,6 +34,10 @@ second, a micro-batch and the transaction. The run measures that the same way at
 (``none``, the baseline) before the first fault; a recovery is the fault's cost plus that.
 A fault with no recovery within ``deadline_s`` ends the run (the rest of the schedule is not
 struck; the report says how many faults were survived).
+
+The killed compiler replica's own restart, until its ``/status`` says ready again, is timed
+beside its recovery and reported as a figure of its own (``compiler restart (replica back)``),
+for information: the recovery does not wait for it, and the JVM's start cost stays in view.
 """
 
 from __future__ import annotations
@@ -35,10 +45,12 @@ from __future__ import annotations
 import os
 import random
 import signal
+import socket
 import statistics
 import time
 import urllib.error
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
@@ -89,6 +101,12 @@ class Recovery:
     seconds: float | None  # None: not recovered within the deadline
     at_s: float  # when the fault struck, from the start of the schedule
     back_s: float | None = None  # of which until the component answered again
+    # The compiler, one of several replicas killed: which, until it said ready again itself
+    # (None: not within the deadline), and whether the api's answer came while its gRPC port
+    # was still closed (so another replica gave it; None: no answer).
+    replica: str | None = None
+    restart_s: float | None = None
+    by_survivor: bool | None = None
 
 
 @dataclass
@@ -119,20 +137,37 @@ class ChaosReport:
     def over_goal(self) -> list[Recovery]:
         return [r for r in self.faults if r.seconds is None or r.seconds > GOAL_S]
 
+    def replicated(self, kind: str) -> list[Recovery]:
+        """The faults of ``kind`` that killed one of several replicas."""
+        return [r for r in self.faults if r.kind == kind and r.replica is not None]
+
     def lines(self) -> list[str]:
         out = [f"faults survived: {self.survived} of {len(self.faults)}"]
-        out.append(f"{'fault':<11} {'count':>5} {'median s':>9} {'max s':>7}")
+        rows: list[tuple[str, int, list[float], str]] = []  # label, count, times, missing
         times = self.by_kind()
         for kind in ("none", *FAULT_KINDS):
             struck = [r for r in self.recoveries if r.kind == kind]
-            if not struck:
-                continue
-            got = times.get(kind, [])
-            failed = len(struck) - len(got)
+            if struck:
+                rows.append((kind, len(struck), times.get(kind, []), "not recovered"))
+            if replicated := self.replicated(kind):
+                restarts = [r.restart_s for r in replicated if r.restart_s is not None]
+                label = f"{kind} restart (replica back)"
+                rows.append((label, len(replicated), restarts, "not back"))
+        width = max(len(label) for label, *_ in rows)
+        out.append(f"{'fault':<{width}} {'count':>5} {'median s':>9} {'max s':>7}")
+        for label, count, got, missing in rows:
+            failed = count - len(got)
             median = f"{statistics.median(got):.1f}" if got else "-"
             worst = f"{max(got):.1f}" if got else "-"
-            note = f"  ({failed} not recovered)" if failed else ""
-            out.append(f"{kind:<11} {len(struck):>5} {median:>9} {worst:>7}{note}")
+            note = f"  ({failed} {missing})" if failed else ""
+            out.append(f"{label:<{width}} {count:>5} {median:>9} {worst:>7}{note}")
+        for kind in SERVICE_KINDS:
+            if replicated := self.replicated(kind):
+                by_survivor = sum(1 for r in replicated if r.by_survivor)
+                out.append(
+                    f"{kind} faults answered by a surviving replica (the killed one's port "
+                    f"still closed): {by_survivor} of {len(replicated)}"
+                )
         over = [r for r in self.over_goal() if r.seconds is not None and r.kind != "none"]
         out.append(f"recoveries over {GOAL_S:g} s: {len(over)}")
         for r in over:
@@ -176,6 +211,7 @@ class Chaos:
         self.report = ChaosReport()
         self.pipeline_id = ""
         self.query = ""
+        self._struck: Counter[str] = Counter()  # faults per service kind, to take turns
 
     # the run
 
@@ -212,7 +248,15 @@ class Chaos:
                 self.report.recoveries.append(recovery)
                 took = "not recovered"
                 if recovery.seconds is not None and recovery.back_s is not None:
-                    took = f"{recovery.seconds:.1f} s (answering again in {recovery.back_s:.1f} s)"
+                    took = f"{recovery.seconds:.1f} s (answering again in {recovery.back_s:.1f} s"
+                    if recovery.replica is not None:
+                        restart = recovery.restart_s
+                        took += (
+                            f"; by the surviving replica: {recovery.by_survivor}; the killed "
+                            f"{recovery.replica} ready again in "
+                            + (f"{restart:.1f} s" if restart is not None else "-")
+                        )
+                    took += ")"
                 self.say(f"{recovery.at_s:6.1f} s  {fault.kind:<10} recovered in {took}")
                 if recovery.seconds is None:
                     break
@@ -234,9 +278,17 @@ class Chaos:
 
     def strike(self, kind: str, feeder: Feeder, watcher: Watcher, at_s: float) -> Recovery:
         """One fault of ``kind`` (``none``: no fault), and the seconds until the component
-        answers again and the output caught up (None past ``deadline_s``)."""
+        answers again and the output caught up (None past ``deadline_s``).
+
+        A service kind with several replicas loses one, in turn. For the compiler, the one
+        replicated in this cluster, the recovery also says how long the killed replica took to
+        say it was ready again (``restart_s``, for information: the api does not wait for it)
+        and whether the api's validation was answered while the killed replica's gRPC port was
+        still closed (``by_survivor``: so the api's channel took the call to the other one)."""
         back: Callable[[], bool] = lambda: True  # noqa: E731
         generation = -1  # the job's, before a node's kill
+        victim = ""
+        validation: _Validation | None = None
 
         def now() -> tuple[int, float]:
             """The window being fed, and the time."""
@@ -247,10 +299,19 @@ class Chaos:
         elif kind in SERVICE_KINDS:
             if kind == "node":
                 generation = self.cluster.job(self.pipeline_id)["generation"]
+            replicas = self.cluster.replicas(kind)
+            victim = replicas[self._struck[kind] % len(replicas)]
+            self._struck[kind] += 1
+            if kind == "compiler":
+                self._plan_on_every_compiler()
             open_window, struck = now()
-            self.cluster.stop(kind, signal.SIGKILL, timeout=30)
-            self.cluster.start(kind, *self.cluster.launched[kind])
-            back = self._probe(kind)
+            self.cluster.stop(victim, signal.SIGKILL, timeout=30)
+            self.cluster.start(victim, *self.cluster.launched[victim])
+            if kind == "compiler":
+                killed_port = self.cluster.port(victim) if len(replicas) > 1 else None
+                back = validation = _Validation(self.cluster, self.query, killed_port)
+            else:
+                back = self._probe(kind)
         elif kind == "worker":
             before = self.cluster.job(self.pipeline_id)["generation"]
             pid = self._worker_pid()
@@ -270,20 +331,38 @@ class Chaos:
             open_window, struck = now()  # the output catching up shows the broker answers
         else:
             raise ValueError(f"no fault {kind!r}")
-        component = self._until(back)
-        if kind == "node" and component is not None:
+        probes: dict[str, Callable[[], object]] = {
+            "component": back,
+            "output": lambda: watcher.advanced_past(open_window - 1) is not None,
+        }
+        replica = None
+        if validation is not None and validation.killed_port is not None:
+            replica = victim
+            probes["replica"] = lambda: self._ready(victim)
+        held = self._until(probes)
+        restart = held["replica"] - struck if "replica" in held else None
+        by_survivor = validation.by_survivor if validation is not None else None
+        if "component" not in held or "output" not in held:
+            return Recovery(kind, None, at_s, None, replica, restart, by_survivor)
+        if kind == "node":
             # Adopted, not recovered: the job runs on in the generation it had.
             after = self.cluster.job(self.pipeline_id)["generation"]
             assert after == generation, (
                 f"the node's restart moved the job from generation {generation} to {after}: "
                 "its worker was not adopted"
             )
-        output = self._until(lambda: watcher.advanced_past(open_window - 1) is not None)
-        if component is None or output is None:
-            return Recovery(kind, None, at_s)
         seen = watcher.advanced_past(open_window - 1)
         assert seen is not None
-        return Recovery(kind, max(component, seen) - struck, at_s, component - struck)
+        component = held["component"]
+        return Recovery(
+            kind,
+            max(component, seen) - struck,
+            at_s,
+            component - struck,
+            replica,
+            restart,
+            by_survivor,
+        )
 
     # probes
 
@@ -291,14 +370,21 @@ class Chaos:
         if kind == "api":
             return lambda: self.cluster.job(self.pipeline_id)["state"] != ""
         if kind == "compiler":
-            body = {"query": self.query}
-            return lambda: (
-                not self.cluster.call("POST", "/pipelines/validate_query", body)["errors"]
-            )
+            return _Validation(self.cluster, self.query)
         if kind == "controller":
             return lambda: self._ready("controller") and self._job_running()
         # The node, and the job Running: its worker outlived the node, which adopted it again.
         return lambda: self._ready(kind) and self._job_running()
+
+    def _plan_on_every_compiler(self) -> None:
+        """Validate the query on every compiler replica, as the traffic replicas share in a
+        deployment has before one dies: a JVM's first plan of a query takes a second or more
+        longer than the next (cold code: a replica started again by an earlier fault has
+        planned nothing), which is no part of the failover. The api takes turns (round
+        robin): two validations per replica reach each one it is connected to."""
+        validation = _Validation(self.cluster, self.query)
+        for _ in range(2 * len(self.cluster.replicas("compiler"))):
+            self._wait_for("the query validated", validation, 60)
 
     def _ready(self, name: str) -> bool:
         """The service's /status says it is ready (started, and its checks hold)."""
@@ -326,7 +412,7 @@ class Chaos:
             self.report.job_state = str(self.cluster.job(self.pipeline_id)["state"])
             self.report.services_back = all(
                 p.poll() is None for p in self.cluster.processes.values()
-            ) and all(self._ready(name) for name in SERVICE_KINDS)
+            ) and all(self._ready(name) for name in self.cluster.launched)
         except _PROBE_ERRORS as err:
             self.report.job_state = f"unknown ({err})"
 
@@ -341,18 +427,23 @@ class Chaos:
                 self.cluster.processes.pop(name)
                 self.cluster.start(name, *self.cluster.launched[name])
 
-    def _until(self, probe: Callable[[], object]) -> float | None:
-        """The monotonic time ``probe`` first held (None past ``deadline_s``)."""
+    def _until(self, probes: Mapping[str, Callable[[], object]]) -> dict[str, float]:
+        """The monotonic time each of ``probes`` first held, polled side by side, each until it
+        holds, for ``deadline_s`` at most (one that did not hold by then is left out)."""
+        held: dict[str, float] = {}
         deadline = time.monotonic() + self.deadline_s
-        while time.monotonic() < deadline:
+        while len(held) < len(probes) and time.monotonic() < deadline:
             self._supervise()
-            try:
-                if probe():
-                    return time.monotonic()
-            except _PROBE_ERRORS:
-                pass
+            for name, probe in probes.items():
+                if name in held:
+                    continue
+                try:
+                    if probe():
+                        held[name] = time.monotonic()
+                except _PROBE_ERRORS:
+                    pass
             time.sleep(_POLL_S)
-        return None
+        return held
 
     def _wait_for(self, what: str, probe: Callable[[], T | None], timeout: float) -> T:
         deadline = time.monotonic() + timeout
@@ -365,3 +456,32 @@ class Chaos:
                 pass
             time.sleep(_POLL_S)
         raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+class _Validation:
+    """The compiler's probe: the api validates the pipeline's query through the compiler(s).
+    Given the gRPC port of a compiler replica just killed, each successful answer also notes
+    whether that port was still closed once the answer was in (``by_survivor``): a port that
+    accepts no connection after the call accepted none during it, so another replica answered
+    and the recovery is the api's failover, not the killed replica's restart."""
+
+    def __init__(self, cluster: Cluster, query: str, killed_port: int | None = None) -> None:
+        self.cluster, self.body, self.killed_port = cluster, {"query": query}, killed_port
+        self.by_survivor: bool | None = None
+
+    def __call__(self) -> bool:
+        answer = self.cluster.call("POST", "/pipelines/validate_query", self.body)
+        if answer["errors"]:
+            return False
+        if self.killed_port is not None:
+            self.by_survivor = not _listening(self.killed_port)
+        return True
+
+
+def _listening(port: int) -> bool:
+    """Whether something accepts TCP connections on 127.0.0.1:``port``."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False

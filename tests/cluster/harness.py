@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from arroyo.testing.ports import service_ports
+from arroyo.testing.ports import free_port, service_ports
 from arroyo.testing.postgres import create_database
 from arroyo.testing.processes import stop as stop_processes
 from arroyo.tls import client_context
@@ -116,9 +116,25 @@ class Cluster:
             cwd=self.root,
         )
 
-    def admin_status(self, name: str) -> dict[str, Any]:
+    def start_replica(self, name: str, kind: str, port: int | None = None) -> None:
+        """Start ``name``, a replica of ``kind``, with an admin port of its own and, given one, a
+        gRPC port (apis sharing the cluster's one port with ``api.reuse_port`` take none)."""
+        env = {f"ARROYO__{kind.upper()}__ADMIN_PORT": str(free_port())}
+        if port is not None:
+            env[f"ARROYO__{kind.upper()}__PORT"] = str(port)
+        self.start(name, [kind], env=env)
+
+    def replicas(self, kind: str) -> list[str]:
+        """The names of the services started as ``kind``, in the order they were first started."""
+        return [name for name, (command, _) in self.launched.items() if command[0] == kind]
+
+    def port(self, name: str, which: str = "PORT") -> int:
+        """The service's gRPC port (``which="ADMIN_PORT"``: its admin port), as it was started."""
         command, env = self.launched.get(name, ([name], {}))
-        port = {**self.env, **env}[f"ARROYO__{command[0].upper()}__ADMIN_PORT"]
+        return int({**self.env, **env}[f"ARROYO__{command[0].upper()}__{which}"])
+
+    def admin_status(self, name: str) -> dict[str, Any]:
+        port = self.port(name, "ADMIN_PORT")
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/status", timeout=5) as response:
                 return dict(json.loads(response.read()))
@@ -243,16 +259,33 @@ class Cluster:
 
 @contextmanager
 def running_cluster(
-    root: Path, database_url: str, env: dict[str, str] | None = None, *, tls: bool = False
+    root: Path,
+    database_url: str,
+    env: dict[str, str] | None = None,
+    *,
+    tls: bool = False,
+    compilers: int = 1,
 ) -> Iterator[Cluster]:
+    """One service of each kind, but ``compilers`` compilers when more than one (named
+    ``compiler-a``, ``compiler-b``, ...; the api given every one's address, as a deployment
+    that replicates its compiler gives it them)."""
     cluster = Cluster(root, database_url)
     cluster.env.update(env or {})
+    compiler_ports: dict[str, int] = {}
+    if compilers > 1:
+        compiler_ports = {f"compiler-{chr(ord('a') + n)}": free_port() for n in range(compilers)}
+        addresses = ",".join(f"127.0.0.1:{port}" for port in compiler_ports.values())
+        cluster.env["ARROYO__COMPILER__ADDRESS"] = addresses
     if tls:
         cluster.use_tls()
     try:
         for name in SERVICES:
-            cluster.start(name)
-        for name in SERVICES:
+            if name == "compiler" and compiler_ports:
+                for replica, port in compiler_ports.items():
+                    cluster.start_replica(replica, "compiler", port)
+            else:
+                cluster.start(name)
+        for name in list(cluster.launched):
             cluster.wait_ready(name)
         yield cluster
     finally:

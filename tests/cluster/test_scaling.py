@@ -33,15 +33,6 @@ LEASE_TTL_S = 4.0
 TAKEOVER_BOUND_S = 15.0
 
 
-def replica(cluster: Cluster, name: str, kind: str, port: int | None = None) -> None:
-    """Start ``name``, a replica of ``kind``, with an admin port of its own and, given one, a
-    gRPC port (the apis share the cluster's one port)."""
-    env = {f"ARROYO__{kind.upper()}__ADMIN_PORT": str(free_port())}
-    if port is not None:
-        env[f"ARROYO__{kind.upper()}__PORT"] = str(port)
-    cluster.start(name, [kind], env=env)
-
-
 def retried(call: Callable[[], Any], attempts: int = 5) -> tuple[Any, int]:
     """What ``call`` returns, trying again (at once) when the connection fails: a client of
     the api as it should be written. Returns the answer and the number of failed attempts."""
@@ -72,15 +63,15 @@ def scaled(tmp_path: Path, postgres_url: str) -> Iterator[Cluster]:
     )
     cluster.use_tls()
     try:
-        replica(cluster, "controller-a", "controller", controllers["controller-a"])
+        cluster.start_replica("controller-a", "controller", controllers["controller-a"])
         cluster.wait_ready("controller-a")  # it holds the lease: the second one waits
-        replica(cluster, "controller-b", "controller", controllers["controller-b"])
+        cluster.start_replica("controller-b", "controller", controllers["controller-b"])
         for name, port in compilers.items():
-            replica(cluster, name, "compiler", port)
+            cluster.start_replica(name, "compiler", port)
         for name in ("node-a", "node-b", "node-c"):
-            replica(cluster, name, "node", free_port())
+            cluster.start_replica(name, "node", free_port())
         for name in ("api-a", "api-b"):
-            replica(cluster, name, "api")
+            cluster.start_replica(name, "api")
         for name in ("compiler-a", "compiler-b", "node-a", "node-b", "node-c", "api-a", "api-b"):
             cluster.wait_ready(name)
         yield cluster
