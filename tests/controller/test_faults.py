@@ -18,22 +18,20 @@ from arroyo.controller.controller import MONITOR_INTERVAL_S
 from arroyo.controller.events import CheckpointCompleted, TaskFinished
 from arroyo.controller.nodes import NodeRegistry
 from arroyo.controller.states.running import Running
-from arroyo.program.spec import PipelineProgram
 from arroyo.store import (
     Checkpoint,
     JobConfig,
     JobId,
     JobState,
     JobStatus,
-    Pipeline,
     PipelineId,
     StopMode,
     Store,
     StoreError,
-    open_store,
 )
 from arroyo_rpc.v1 import common_pb2 as common
 from arroyo_rpc.v1 import controller_pb2 as pb
+from tests.controller.jobs import JOB, running_job
 from tests.waiting import eventually
 
 
@@ -116,20 +114,8 @@ async def test_a_worker_adopted_by_a_node_restarted_in_place_keeps_its_job_runni
     worker it adopted when it registers, and the job moves onto it in the same generation, its
     slots with it. A node that replaces one without listing the job's worker (it died) makes
     the job recover at once, as before."""
-    store = await open_store(f"sqlite:///{tmp_path / 'a.db'}")
-    await store.migrate()
-    job_id = JobId("job_1")
-    empty = PipelineProgram(sources=[], views=[], queries=[]).to_json()
-    await store.create_pipeline(
-        Pipeline(PipelineId("pl_1"), "pl_1", "SELECT 1", "", empty, "{}", 0),
-        job_id,
-        JobConfig(StopMode.NONE, 2, 0, 0, False, False),
-    )
-    running = JobStatus(
-        JobState.RUNNING, 4, 0, 0, 0, None, None, "worker_1", "127.0.0.1:1", "node_a", None,
-        None, 0,
-    )  # fmt: skip
-    await store.update_job_status(job_id, running)
+    store = await running_job(tmp_path, slots=2)
+    job_id = JOB
     config = Config(data_dir=tmp_path, controller=ControllerConfig(heartbeat_timeout_s=30))
     controller = Controller(config, store)
     await controller.start()
@@ -183,20 +169,8 @@ async def test_a_silent_node_fails_over_no_job_whose_worker_still_heartbeats(
     """A node that stops heartbeating (killed, not restarted) leaves its worker running: the
     job stays Running while the worker's own heartbeats come; once they stop too (the machine
     is gone), it recovers."""
-    store = await open_store(f"sqlite:///{tmp_path / 'a.db'}")
-    await store.migrate()
-    job_id = JobId("job_1")
-    empty = PipelineProgram(sources=[], views=[], queries=[]).to_json()
-    await store.create_pipeline(
-        Pipeline(PipelineId("pl_1"), "pl_1", "SELECT 1", "", empty, "{}", 0),
-        job_id,
-        JobConfig(StopMode.NONE, 1, 0, 0, False, False),
-    )
-    running = JobStatus(
-        JobState.RUNNING, 4, 0, 0, 0, None, None, "worker_1", "127.0.0.1:1", "node_a", None,
-        None, 0,
-    )  # fmt: skip
-    await store.update_job_status(job_id, running)
+    store = await running_job(tmp_path, slots=1)
+    job_id = JOB
     timeout_s = 1.0
     config = Config(data_dir=tmp_path, controller=ControllerConfig(heartbeat_timeout_s=timeout_s))
     controller = Controller(config, store)

@@ -26,18 +26,13 @@ from arroyo.controller.controller import NotSyncedError, StaleGenerationError
 from arroyo.controller.nodes import NodeRegistry
 from arroyo.node import NodeRuntime
 from arroyo.node.records import WorkerRecord, boot_id, process_start_time
-from arroyo.program.spec import PipelineProgram
 from arroyo.rpc import ControllerClient
 from arroyo.store import (
     JobConfig,
-    JobId,
     JobState,
     JobStatus,
-    Pipeline,
-    PipelineId,
     StopMode,
     Store,
-    open_store,
 )
 from arroyo.testing.ports import free_port
 from arroyo.worker import Phase, WorkerIdentity, WorkerRuntime
@@ -50,34 +45,9 @@ from arroyo_rpc.v1 import node_pb2_grpc
 from arroyo_services.node.servicer import (  # type: ignore[import-not-found, unused-ignore]
     NodeServicer,
 )
+from tests.controller.jobs import GENERATION, JOB, LOST_ADDRESS, PIPELINE, WORKER, running_job
 from tests.services import ScriptedWorkerRuntime, controller_service, serving, worker_service
 from tests.waiting import eventually
-
-JOB = JobId("job_1")
-PIPELINE = PipelineId("pl_1")
-GENERATION = 4
-WORKER = "worker_1"
-# The worker's address as the job's record has it: nothing listens there, so a stop sent to
-# the worker directly is lost, as to a worker cut off from the controller.
-LOST_ADDRESS = f"127.0.0.1:{free_port()}"
-
-
-async def running_job(tmp_path: Path) -> Store:
-    """A store with job_1 Running at generation 4 on worker_1 (node_a, which never registers)."""
-    store = await open_store(f"sqlite:///{tmp_path / 'arroyo.db'}")
-    await store.migrate()
-    empty = PipelineProgram(sources=[], views=[], queries=[]).to_json()
-    await store.create_pipeline(
-        Pipeline(PIPELINE, "pl_1", "SELECT 1", "", empty, "{}", 0),
-        JOB,
-        JobConfig(StopMode.NONE, 1, 0, 0, False, False),
-    )
-    running = JobStatus(
-        JobState.RUNNING, GENERATION, 0, 0, 0, None, None, WORKER, LOST_ADDRESS, "node_a",
-        None, None, 0,
-    )  # fmt: skip
-    await store.update_job_status(JOB, running)
-    return store
 
 
 def worker_runtime(controller_address: str, controller_timeout_s: float = 60) -> WorkerRuntime:
