@@ -251,6 +251,17 @@ class Cluster:
 
         return self.until(f"{pipeline_id} in {states}", probe, timeout)
 
+    def wait_generation_after(
+        self, pipeline_id: str, generation: int, timeout: float = 180
+    ) -> dict[str, Any]:
+        """The job once it runs a generation later than ``generation`` (it recovered)."""
+
+        def probe() -> dict[str, Any] | None:
+            job = self.job(pipeline_id)
+            return job if job["state"] == "Running" and job["generation"] > generation else None
+
+        return self.until(f"{pipeline_id} running after generation {generation}", probe, timeout)
+
     def checkpoints(self, pipeline_id: str) -> list[dict[str, Any]]:
         job = self.job(pipeline_id)
         path = f"/pipelines/{pipeline_id}/jobs/{job['id']}/checkpoints"

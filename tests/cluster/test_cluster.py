@@ -166,12 +166,7 @@ def test_lifecycle_through_the_api(cluster: Cluster, tmp_path: Path) -> None:
     cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "none"})
     job = cluster.wait_state(pid, "Running")
     cluster.call("PATCH", f"/pipelines/{pid}", {"parallelism": 2})
-    cluster.until(
-        "a rescaled generation running",
-        lambda: (
-            (j := cluster.job(pid))["state"] == "Running" and j["generation"] > job["generation"]
-        ),
-    )
+    cluster.wait_generation_after(pid, job["generation"])  # rescaled
     seen = len(windows(output))
     cluster.until("windows after rescaling", lambda: windows(output)[seen + 1 :])
     assert cluster.job(pid)["state"] == "Running"
@@ -215,12 +210,7 @@ def test_recovers_from_killed_worker_node_and_controller(
     # kill -9 the worker mid-stream: Recovering, then Running again from the last checkpoint.
     first = cluster.job(pid)
     os.kill(worker_pid(cluster, pid), signal.SIGKILL)
-    cluster.until(
-        "a new generation running",
-        lambda: (
-            (j := cluster.job(pid))["state"] == "Running" and j["generation"] > first["generation"]
-        ),
-    )
+    cluster.wait_generation_after(pid, first["generation"])
     seen = len(windows(output))
     cluster.until("windows after recovery", lambda: len(windows(output)) >= seen + 2)
 

@@ -89,13 +89,7 @@ def test_exactly_once_through_killed_workers(
             cluster.until("windows", lambda w=wanted: len(_windows(kafka_broker, sink)) >= w)
             before = cluster.job(pid)
             os.kill(worker_pid(cluster, pid), signal.SIGKILL)
-            cluster.until(
-                "a new generation running",
-                lambda b=before: (
-                    (j := cluster.job(pid))["state"] == "Running"
-                    and j["generation"] > b["generation"]
-                ),
-            )
+            cluster.wait_generation_after(pid, before["generation"])
     # The last event sent is at (sent - 1) / 100 s, so the watermark stands one second before it
     # and every window ending at or before the watermark has closed.
     last_ts = (feeder.sent - 1) / 100

@@ -89,12 +89,7 @@ def test_a_node_stopped_cleanly_stops_its_workers(cluster: Cluster, tmp_path: Pa
     assert process_start_time(worker) is None  # the node waited for it to exit
     cluster.start(node, *cluster.launched[node])
     cluster.wait_ready(node)
-    cluster.until(
-        "a new generation running",
-        lambda: (
-            (j := cluster.job(pid))["state"] == "Running" and j["generation"] > before["generation"]
-        ),
-    )
+    cluster.wait_generation_after(pid, before["generation"])
     seen = len(windows(output))
     cluster.until("windows after the restart", lambda: len(windows(output)) >= seen + 1)
     cluster.call("PATCH", f"/pipelines/{pid}", {"stop": "immediate"})
