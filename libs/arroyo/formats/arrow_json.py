@@ -83,7 +83,8 @@ def parse_option(text: str | None) -> list[tuple[str, str]] | None:
 
 def spark_fields(columns: Columns) -> str:
     """The DDL of the columns a decoding source adds to its schema."""
-    fields = [f"`{PREFIX}{i}` {kind}" for i, (_, kind) in enumerate(columns)]
+    names = value_names(len(columns))
+    fields = [f"`{name}` {kind}" for name, (_, kind) in zip(names, columns, strict=True)]
     return ", ".join([*fields, f"`{DECODED}` BOOLEAN"])
 
 
@@ -98,7 +99,8 @@ def column_names(columns: Columns) -> list[str]:
 
 def decoded(records: Sequence[bytes | None], columns: Columns) -> list[pa.Array]:
     """For ``records``, the decoded columns and ``_decoded``, in ``column_names`` order."""
-    schema = pa.schema([(f"{PREFIX}{i}", ARROW_TYPES[t]) for i, (_, t) in enumerate(columns)])
+    names = value_names(len(columns))
+    schema = pa.schema([(n, ARROW_TYPES[t]) for n, (_, t) in zip(names, columns, strict=True)])
     parts: list[list[pa.Array]] = []
     for at in range(0, len(records), SLICE_ROWS):
         parts.append(_slice(records[at : at + SLICE_ROWS], columns, schema))

@@ -149,18 +149,22 @@ class Spool:
         """``flush``: to the operating system before returning; without it, the writer calls
         ``flush`` before anything reads what it appended, and readers read up to what that
         returns (a source that acknowledges nothing saves a system call per message)."""
-        name = topic.encode()
-        record = _HEADER.pack(len(name), at_ms, sequence, len(payload)) + name + payload
-        with self.lock:
-            self._segment().write(record)
-            if flush:
-                self._file.flush()
-            self.end += len(record)
-            if self.end - (self._marks[-1] if self._marks else 0) >= _MARK_BYTES:
-                self._marks.append(self.end)
+        self._append(topic, at_ms, [payload], sequence, flush)
 
     def append_many(self, topic: str, at_ms: int, payloads: list[bytes]) -> None:
         """``append`` of each of ``payloads`` (without ``flush``, no sequence), in one write."""
+        self._append(topic, at_ms, payloads, -1, False)
+
+    def append_lines(self, topic: str, at_ms: int, lines: bytes) -> None:
+        """``append`` (without ``flush``) of the messages ``lines`` holds, one a line (none
+        holds a line break), as one record: reading gives each line as a message."""
+        self._append(topic, at_ms, [lines], _LINES, False)
+
+    def _append(
+        self, topic: str, at_ms: int, payloads: list[bytes], sequence: int, flush: bool
+    ) -> None:
+        """A record of each of ``payloads``, in one write; the positions and the marks (a
+        record end about every _MARK_BYTES) move on once it is written."""
         name = topic.encode()
         pack, topic_len = _HEADER.pack, len(name)
         parts: list[bytes] = []
@@ -170,20 +174,17 @@ class Spool:
             end = self.end
             mark = self._marks[-1] if self._marks else 0
             for payload in payloads:
-                parts += (pack(topic_len, at_ms, -1, len(payload)), name, payload)
+                parts += (pack(topic_len, at_ms, sequence, len(payload)), name, payload)
                 end += _HEADER.size + topic_len + len(payload)
                 if end - mark >= _MARK_BYTES:
                     marks.append(end)
                     mark = end
             file.write(b"".join(parts))
+            if flush:
+                file.flush()
             # Once written: a failed write leaves no mark or position past what is there.
             self._marks += marks
             self.end = end
-
-    def append_lines(self, topic: str, at_ms: int, lines: bytes) -> None:
-        """``append`` (without ``flush``) of the messages ``lines`` holds, one a line (none
-        holds a line break), as one record: reading gives each line as a message."""
-        self.append(topic, at_ms, lines, _LINES, flush=False)
 
     def _segment(self) -> Any:
         """The segment file to append to (holding the lock): a new one once the open one
