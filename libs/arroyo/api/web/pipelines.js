@@ -18,7 +18,7 @@ import {
 export function pipelinesPage({ navigate }) {
   const form = $("new-form");
   const field = (name) => form.elements.namedItem(name);
-  let refreshList = () => {};
+  let refreshList = async () => {};
 
   const editor = sqlEditor($("sql-editor"), {
     label: "SQL",
@@ -98,10 +98,12 @@ export function pipelinesPage({ navigate }) {
       const parallelism = field("parallelism").value.trim();
       if (parallelism !== "") body.parallelism = Number(parallelism);
       const created = await api("POST", "/pipelines", body);
+      field("name").value = "";
+      // The list (above the form) grows by a row first: the link then appears where it stays,
+      // not where a click aimed at it a moment ago would miss it.
+      await refreshList();
       showText($("form-status"), "Created ",
         h("a", { href: `/pipelines/${encodeURIComponent(created.id)}` }, created.name), ".");
-      field("name").value = "";
-      refreshList();
     });
   });
 
@@ -141,7 +143,7 @@ export function pipelinesPage({ navigate }) {
       return {
         stop() {
           poll.stop();
-          refreshList = () => {};
+          refreshList = async () => {};
           $("list-view").hidden = true;
         },
       };

@@ -149,31 +149,43 @@ export async function api(method, path, body) {
   return data;
 }
 
-/** Runs fn now and POLL_MS after each run, until stop(); now() runs it again at once. fn gets
- * a function telling whether the poller was stopped meanwhile (the user went elsewhere). */
+/** Runs fn now and POLL_MS after each run, until stop(); now() runs it again at once and
+ * returns a promise settled when a run that began after the call has ended (at once if the
+ * poller is stopped). fn gets a function telling whether the poller was stopped meanwhile (the
+ * user went elsewhere). */
 export function poller(fn) {
   let stopped = false;
   let running = false;
   let again = false;
   let timer = null;
+  let waiting = []; // resolvers of now() calls, settled by the next run to start
   const stoppedNow = () => stopped;
+  const settle = (list) => { for (const resolve of list) resolve(); };
   async function tick() {
     clearTimeout(timer);
     timer = null;
-    if (stopped) return;
+    if (stopped) {
+      settle(waiting.splice(0));
+      return;
+    }
     if (running) {
       again = true;
       return;
     }
     running = true;
+    const served = waiting.splice(0);
     try {
       await fn(stoppedNow);
     } catch (err) {
       console.error(err);
     } finally {
       running = false;
+      settle(served);
     }
-    if (stopped) return;
+    if (stopped) {
+      settle(waiting.splice(0));
+      return;
+    }
     if (again) {
       again = false;
       tick();
@@ -183,10 +195,15 @@ export function poller(fn) {
   }
   tick();
   return {
-    now: tick,
+    now() {
+      const done = new Promise((resolve) => waiting.push(resolve));
+      tick();
+      return done;
+    },
     stop() {
       stopped = true;
       clearTimeout(timer);
+      settle(waiting.splice(0));
     },
   };
 }
