@@ -91,18 +91,21 @@ class _Feeds:
         return len(self.requests[key]) - 1
 
     async def _mastodon(self, request: web.Request) -> web.StreamResponse:
-        """A 500 first; then statuses 1 and 3 (an event of another type between them) and the
-        stream closed; then, asked from the last id, 4 and 5 and a stream kept open."""
+        """A 500 first; then, after a byte order mark, statuses 1 and 3 (an event of another
+        type between them), an id-only block (id 4) and the stream closed; then, asked from the
+        last id, 5 and 6 and a stream kept open."""
         attempt = self._seen(request)
         if attempt == 0:
             return web.Response(status=500, text="try later")
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await response.prepare(request)
         if attempt == 1:
-            await response.write(b": welcome\n\nretry: 100\n\n")
+            await response.write(b"\xef\xbb\xbf")  # the mark, then an event's first line
             await response.write(f"event: update\nid: 1\ndata: {_status(1)}\n\n".encode())
+            await response.write(b": welcome\n\nretry: 100\n\n")
             await response.write(b"event: delete\nid: 2\ndata: 2\n\n")
             await response.write(f"event: update\nid: 3\r\ndata: {_status(3)}\r\n\r\n".encode())
+            await response.write(b"id: 4\n\n")
             return response
         first = int(request.headers.get("Last-Event-ID", "0")) + 1
         for n in (first, first + 1):
@@ -216,12 +219,12 @@ def test_sse_resumes_from_the_last_event_id_after_a_500_and_a_closed_stream(
     with _running(spark, sql, tmp_path / "state"):
         wait_until("four statuses", lambda: len(json_lines(out)) >= 4, timeout=60)
     rows = sorted(json_lines(out), key=lambda r: int(r["id"]))
-    assert [r["id"] for r in rows] == ["1", "3", "4", "5"]
+    assert [r["id"] for r in rows] == ["1", "3", "5", "6"]
     assert {r["kind"] for r in rows} == {"update"}
-    assert [r["event_id"] for r in rows] == ["1", "3", "4", "5"]
+    assert [r["event_id"] for r in rows] == ["1", "3", "5", "6"]
     assert rows[0]["content"] == "<p>toot 1</p>"
     seen = feeds.requests["a"]
-    assert [h.get("Last-Event-ID") for h in seen[:3]] == [None, None, "3"]
+    assert [h.get("Last-Event-ID") for h in seen[:3]] == [None, None, "4"]
     assert all(h["Authorization"] == "Bearer t0ken" for h in seen)
 
 
@@ -399,6 +402,23 @@ def test_event_parser_reads_the_standard_s_line_endings_and_fields() -> None:
     for chunk in (b"id: 7\nevent: a\ndata: x\r", b"\ndata: y\r\n\r", b"\n:c\ndata:z\r\r\n"):
         got += parser.feed(chunk)
     assert got == [("a", "7", b"x\ny"), ("message", "7", b"z")]
+    # A byte order mark at the start is skipped, even cut between chunks; later, it is data.
+    parser, got = EventParser(limit=64), []
+    for chunk in (b"\xef", b"\xbb", b"\xbfdata: a\n\n", b"data: \xef\xbb\xbfb\n\n"):
+        got += parser.feed(chunk)
+    assert got == [("message", None, b"a"), ("message", None, b"\xef\xbb\xbfb")]
+    assert EventParser(limit=64).runs(b"\xef\xbb\xbfdata: a\n\ndata: b\n\n") == [
+        ("message", None, b"a\nb", 2)
+    ]
+    # Last-Event-ID is the id as of the last blank line: an id-only block sets it; the id of
+    # an event cut off by a lost connection does not.
+    parser = EventParser(limit=64, last_id="1")
+    assert parser.feed(b"data: a\n\nid: 2\n\n") == [("message", "1", b"a")]
+    assert parser.dispatched_id == "2"
+    assert parser.feed(b"id: 3\ndata: b\n") == []
+    assert parser.dispatched_id == "2"
+    assert parser.feed(b"\n") == [("message", "3", b"b")]
+    assert parser.dispatched_id == "3"
     with pytest.raises(ValueError, match="an event"):
         EventParser(limit=4).feed(b"data: 12345\n")
 

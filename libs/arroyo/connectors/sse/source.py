@@ -1,8 +1,10 @@
 """The SSE source: an HTTP GET of ``text/event-stream``, parsed as the HTML standard's
-EventSource does (lines ended by CRLF, LF or CR; ``data``, ``event``, ``id`` and ``retry``
-fields; comments), each event's data spooled (``runtime/http_source.py``) with its type and
-the last event id. A connection lost is made again with ``Last-Event-ID``: the id of the
-last event received, or, after a restart, of the last event the spool holds.
+EventSource does (a leading byte order mark skipped; lines ended by CRLF, LF or CR; ``data``,
+``event``, ``id`` and ``retry`` fields; comments), each event's data spooled
+(``runtime/http_source.py``) with its type and the last event id. A connection lost is made
+again with ``Last-Event-ID``: the id as of the last complete block received (an ``id:``-only
+block counts, as the standard says), or, after a restart, that of the last event the spool
+holds (blocks without data are not spooled).
 """
 
 from __future__ import annotations
@@ -32,6 +34,9 @@ if TYPE_CHECKING:
 _ID_SEPARATOR = "\n"
 
 
+# The byte order mark a stream may begin with, which the standard says to skip.
+_BOM = b"\xef\xbb\xbf"
+
 # An event: its type, the last event id, its data.
 Event = tuple[str, str | None, bytes]
 # Events of one type and id: their data, one a line when there are more than one, and how many.
@@ -40,15 +45,22 @@ Run = tuple[str, str | None, bytes, int]
 
 class EventParser:
     """Server-sent events from the bytes of a stream, fed in chunks as they arrive. An event
-    or line longer than ``limit`` bytes raises ``ValueError``."""
+    or line longer than ``limit`` bytes raises ``ValueError``.
+
+    ``last_id`` is the id field last read (the standard's last event ID buffer); ``dispatched_id``
+    the id as of the last blank line, with or without data (the last event ID string, which a
+    reconnection sends as ``Last-Event-ID``): an ``id:`` of an event cut off by a lost
+    connection is not sent."""
 
     def __init__(self, limit: int, last_id: str | None = None) -> None:
         self.limit = limit
         self.pending = b""
+        self.started = False  # past the stream's first bytes, and a byte order mark there
         self.data: list[bytes] = []
         self.size = 0
         self.event_type = ""
         self.last_id = last_id
+        self.dispatched_id = last_id
         self.retry_ms: int | None = None
 
     def feed(self, chunk: bytes) -> list[Event]:
@@ -67,6 +79,12 @@ class EventParser:
         their data one a line, and their count."""
         data = self.pending + chunk
         self.pending = b""
+        if not self.started:
+            if len(data) < len(_BOM) and _BOM.startswith(data):
+                self.pending = data  # the mark, or not, is known with the next bytes
+                return []
+            self.started = True
+            data = data.removeprefix(_BOM)
         found: list[Run] = []
         if self.data or self.event_type:
             # An event an earlier chunk began: line by line, up to its blank line.
@@ -101,6 +119,7 @@ class EventParser:
         if len(head) > self.limit and any(len(b) > self.limit for b in head.split(b"\n\n")):
             return None, data
         lines = head[6:].replace(b"\n\ndata: ", b"\n")
+        self.dispatched_id = self.last_id
         return ("message", self.last_id, lines, blanks + 1), data[cut + 2 :]
 
     def _lines(self, data: bytes) -> list[Event]:
@@ -142,6 +161,7 @@ class EventParser:
     def _dispatch(self) -> Event | None:
         data, event_type = self.data, self.event_type or "message"
         self.data, self.size, self.event_type = [], 0, ""
+        self.dispatched_id = self.last_id
         if not data:
             return None
         return event_type, self.last_id, b"\n".join(data)
@@ -202,8 +222,9 @@ class SseReader(HttpSpooledReader):
                     runs = parser.runs(chunk)
                 except ValueError as err:
                     raise self.too_large(str(err)) from err
+                # As of the last blank line: an id-only block moves it too.
+                self.last_id = parser.dispatched_id
                 if runs:
-                    self.last_id = runs[-1][1]
                     connection.backoff.succeeded()
                 # Spooled a run of events of one type and id at a time.
                 for (event_type, event_id), same in itertools.groupby(runs, _type_and_id):
