@@ -57,7 +57,12 @@ def main() -> None:
             running_postgres_server() as postgres,
             KafkaBroker.start(root / "kafka") as broker,
             running_cluster(
-                root / "cluster", postgres.url, tls=True, compilers=args.compilers
+                root / "cluster",
+                postgres.url,
+                # Workers as a deployment runs them (the tests' cluster makes them C1-only).
+                {"ARROYO__WORKER__JVM_OPTIONS": ""},
+                tls=True,
+                compilers=args.compilers,
             ) as cluster,
         ):
             say = lambda line: print(line, flush=True)  # noqa: E731

@@ -57,7 +57,11 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 def spark() -> Iterator[SparkSession]:
     from arroyo.engine.session import SessionSettings, get_or_create_session
 
-    session = get_or_create_session(SessionSettings(parallelism=2, shuffle_partitions=2))
+    # The serial collector: G1's concurrent threads cost about a tenth of the CPU of the
+    # tests' small queries, and the suite keeps both cores busy.
+    session = get_or_create_session(
+        SessionSettings(parallelism=2, shuffle_partitions=2, java_options="-XX:+UseSerialGC")
+    )
     yield session
     session.stop()
 

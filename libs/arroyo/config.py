@@ -138,6 +138,10 @@ class WorkerConfig(_Section):
     # local[N] (N = the job's parallelism) by default; a spark://host:port master works too.
     spark_master: str | None = None
     driver_memory: str = "4g"
+    # More options for each worker's JVM (its Spark driver), after Arroyo's own: e.g.
+    # "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" where jobs are short and cores few (the
+    # tests' clusters), where C2's compiling is most of a new JVM's first minute of CPU.
+    jvm_options: str = ""
 
 
 class TlsConfig(_Section):

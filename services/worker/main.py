@@ -35,6 +35,7 @@ def main(config: Config, args: argparse.Namespace) -> int:
             master=config.worker.spark_master,
             parallelism=max(1, args.slots),
             driver_memory=config.worker.driver_memory,
+            java_options=config.worker.jvm_options,
             app_name=f"arroyo-{args.worker_id}",
         )
     )

@@ -419,6 +419,11 @@ def test_event_parser_reads_the_standard_s_line_endings_and_fields() -> None:
     assert parser.dispatched_id == "2"
     assert parser.feed(b"\n") == [("message", "3", b"b")]
     assert parser.dispatched_id == "3"
+    # The same when the events come as a run of plain data lines (read without a line loop).
+    parser = EventParser(limit=64)
+    assert parser.feed(b"id: 7\n") == []
+    assert parser.runs(b"data: a\n\ndata: b\n\n") == [("message", "7", b"a\nb", 2)]
+    assert parser.dispatched_id == "7"
     with pytest.raises(ValueError, match="an event"):
         EventParser(limit=4).feed(b"data: 12345\n")
 

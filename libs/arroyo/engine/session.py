@@ -45,6 +45,9 @@ class SessionSettings:
     fast_start: bool = False
     # Heap of the JVM this process starts (local mode runs its executors inside it).
     driver_memory: str = "4g"
+    # More options for that JVM, after Arroyo's own (a later -XX flag wins): the worker's
+    # ``worker.jvm_options``; the tests' session takes the serial collector.
+    java_options: str = ""
     # Set only by ``arroyo.engine.cds``: the JVM writes its class archive here as it exits,
     # rather than mapping the existing one.
     class_archive: Path | None = None
@@ -125,6 +128,8 @@ def get_or_create_session(settings: SessionSettings = SessionSettings()) -> Spar
     java_options = f"-Dlog4j2.configurationFile=file:{log_config} -Xss64m"
     if settings.fast_start:
         java_options = f"{java_options} {_FAST_JVM_OPTIONS}"
+    if settings.java_options.strip():
+        java_options = f"{java_options} {settings.java_options.strip()}"
     from arroyo.engine import cds
     from arroyo.engine.jars import spark_jars
 

@@ -159,6 +159,7 @@ export function poller(fn) {
   let again = false;
   let timer = null;
   let waiting = []; // resolvers of now() calls, settled by the next run to start
+  let served = []; // resolvers the run in flight settles when it ends (stop() settles them at once)
   const stoppedNow = () => stopped;
   const settle = (list) => { for (const resolve of list) resolve(); };
   async function tick() {
@@ -173,14 +174,14 @@ export function poller(fn) {
       return;
     }
     running = true;
-    const served = waiting.splice(0);
+    served = waiting.splice(0);
     try {
       await fn(stoppedNow);
     } catch (err) {
       console.error(err);
     } finally {
       running = false;
-      settle(served);
+      settle(served.splice(0));
     }
     if (stopped) {
       settle(waiting.splice(0));
@@ -204,6 +205,7 @@ export function poller(fn) {
       stopped = true;
       clearTimeout(timer);
       settle(waiting.splice(0));
+      settle(served.splice(0));
     },
   };
 }
