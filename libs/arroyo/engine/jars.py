@@ -155,6 +155,8 @@ def _retrieve_once(coordinate: str, dest: Path, cache: Path, module_file: bool) 
         str(cache),
         "-retrieve",
         f"{dest}/[artifact]-[revision](-[classifier]).[ext]",
+        # Links into the cache, not copies: hadoop-aws's AWS SDK bundle alone is 640 MB.
+        "-symlink",
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -184,9 +186,18 @@ def fetch_spark_jars(packages: tuple[str, ...] | None = None) -> list[Path]:
             shutil.rmtree(target)
         target.mkdir(parents=True)
         for name, jar in jars.items():
-            shutil.copy2(jar, target / name)
+            _link_or_copy(jar.resolve(), target / name)
     manifest.write_text(wanted)
     return spark_jars()
+
+
+def _link_or_copy(source: Path, dest: Path) -> None:
+    """A hard link to the cache's file where both are on one file system (the cache never
+    rewrites a jar it has), else a copy: the virtualenv keeps working if the cache is removed."""
+    try:
+        os.link(source, dest)
+    except OSError:
+        shutil.copy2(source, dest)
 
 
 def spark_jars() -> list[Path]:
