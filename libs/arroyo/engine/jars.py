@@ -175,20 +175,44 @@ def fetch_spark_jars(packages: tuple[str, ...] | None = None) -> list[Path]:
     if manifest.exists() and manifest.read_text() == wanted:
         return spark_jars()
     have = {_artifact(j) for j in _pyspark_jars().glob("*.jar")}
+    # The jars a resolution chose, as paths in Ivy's cache, kept beside it: the same packages
+    # on the same pyspark resolve to the same jars, and a new virtualenv (a fresh checkout,
+    # scripts/image-check) links them without starting Ivy's JVM once per package again.
+    digest = hashlib.sha256(f"{wanted}\0{sorted(have)}".encode()).hexdigest()[:16]
+    resolved = ivy_cache() / "resolved" / f"{digest}.txt"
+    jars = _previously_resolved(resolved)
     with tempfile.TemporaryDirectory() as tmp:
-        jars: dict[str, Path] = {}
-        for coordinate in packages:
-            name = coordinate.split()[0].replace(":", "_")
-            for jar in retrieve(coordinate, Path(tmp) / name):
-                if _artifact(jar) not in have:
-                    jars[jar.name] = jar
+        if jars is None:
+            jars = {}
+            for coordinate in packages:
+                name = coordinate.split()[0].replace(":", "_")
+                for jar in retrieve(coordinate, Path(tmp) / name):
+                    if _artifact(jar) not in have:
+                        jars[jar.name] = jar.resolve()
+            resolved.parent.mkdir(parents=True, exist_ok=True)
+            staged = resolved.with_name(f"{resolved.name}.{os.getpid()}")
+            staged.write_text("".join(f"{name}\t{jar}\n" for name, jar in jars.items()))
+            os.replace(staged, resolved)
         if target.exists():
             shutil.rmtree(target)
         target.mkdir(parents=True)
         for name, jar in jars.items():
-            _link_or_copy(jar.resolve(), target / name)
+            _link_or_copy(jar, target / name)
     manifest.write_text(wanted)
     return spark_jars()
+
+
+def _previously_resolved(listing: Path) -> dict[str, Path] | None:
+    """The jars of an earlier resolution, by name, if its listing and all its jars are still
+    there (Ivy's cache may have been cleaned since); None otherwise."""
+    try:
+        lines = [line.split("\t") for line in listing.read_text().splitlines() if line]
+    except OSError:
+        return None
+    jars = {name: Path(path) for name, path in (line for line in lines if len(line) == 2)}
+    if not jars or len(jars) != len(lines) or not all(j.is_file() for j in jars.values()):
+        return None
+    return jars
 
 
 def _link_or_copy(source: Path, dest: Path) -> None:
