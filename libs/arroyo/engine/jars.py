@@ -63,6 +63,9 @@ def spark_packages() -> tuple[str, ...]:
 
 
 _MANIFEST = "packages.txt"
+# Part of the key of a resolution's listing (fetch_spark_jars): changed with what a listing
+# holds or how its jars are chosen, so that no checkout reads another's older listing.
+_RESOLVED_FORMAT = "1"
 _VERSIONED = re.compile(r"^(?P<artifact>.+?)-\d[\w.\-]*\.jar$")
 
 
@@ -98,6 +101,7 @@ def retrieve(
     cache: Path | None = None,
     attempts: int = 3,
     module_file: bool = False,
+    symlink: bool = False,
 ) -> list[Path]:
     """Resolve ``group:artifact:version`` and its dependencies from Maven Central into
     ``dest`` with pyspark's Ivy; returns the jars retrieved.
@@ -105,6 +109,8 @@ def retrieve(
     The cache is shared by every checkout on the machine, so resolutions hold a lock on it (two
     at once, say a setup beside a CI run, fail each other's downloads). With ``module_file``,
     ``coordinate`` is the path of an Ivy module file to resolve instead (classifiers and all).
+    With ``symlink``, ``dest`` gets links into the cache rather than copies (for a caller that
+    links or copies them on, and must not keep links a cleaned cache would leave dangling).
     A failed download is
     tried again, ``attempts`` times in all, before it is reported: one dropped connection
     should not fail a setup."""
@@ -114,10 +120,10 @@ def retrieve(
         fcntl.flock(lock, fcntl.LOCK_EX)
         for attempt in range(1, attempts):
             try:
-                return _retrieve_once(coordinate, dest, cache, module_file)
+                return _retrieve_once(coordinate, dest, cache, module_file, symlink)
             except JarResolutionError:
                 time.sleep(2.0 * attempt)
-        return _retrieve_once(coordinate, dest, cache, module_file)
+        return _retrieve_once(coordinate, dest, cache, module_file, symlink)
 
 
 def _ivy_module(coordinate: str) -> str:
@@ -135,7 +141,9 @@ def _ivy_module(coordinate: str) -> str:
     )
 
 
-def _retrieve_once(coordinate: str, dest: Path, cache: Path, module_file: bool) -> list[Path]:
+def _retrieve_once(
+    coordinate: str, dest: Path, cache: Path, module_file: bool, symlink: bool
+) -> list[Path]:
     ivy = next(_pyspark_jars().glob("ivy-*.jar"), None)
     if ivy is None:
         raise JarResolutionError("pyspark's Ivy jar is missing: reinstall pyspark")
@@ -156,7 +164,7 @@ def _retrieve_once(coordinate: str, dest: Path, cache: Path, module_file: bool) 
         "-retrieve",
         f"{dest}/[artifact]-[revision](-[classifier]).[ext]",
         # Links into the cache, not copies: hadoop-aws's AWS SDK bundle alone is 640 MB.
-        "-symlink",
+        *(["-symlink"] if symlink else []),
     ]
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     if done.returncode != 0:
@@ -178,7 +186,8 @@ def fetch_spark_jars(packages: tuple[str, ...] | None = None) -> list[Path]:
     # The jars a resolution chose, as paths in Ivy's cache, kept beside it: the same packages
     # on the same pyspark resolve to the same jars, and a new virtualenv (a fresh checkout,
     # scripts/image-check) links them without starting Ivy's JVM once per package again.
-    digest = hashlib.sha256(f"{wanted}\0{sorted(have)}".encode()).hexdigest()[:16]
+    key = f"{_RESOLVED_FORMAT}\0{wanted}\0{sorted(have)}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     resolved = ivy_cache() / "resolved" / f"{digest}.txt"
     jars = _previously_resolved(resolved)
     with tempfile.TemporaryDirectory() as tmp:
@@ -186,13 +195,15 @@ def fetch_spark_jars(packages: tuple[str, ...] | None = None) -> list[Path]:
             jars = {}
             for coordinate in packages:
                 name = coordinate.split()[0].replace(":", "_")
-                for jar in retrieve(coordinate, Path(tmp) / name):
+                for jar in retrieve(coordinate, Path(tmp) / name, symlink=True):
                     if _artifact(jar) not in have:
                         jars[jar.name] = jar.resolve()
-            resolved.parent.mkdir(parents=True, exist_ok=True)
-            staged = resolved.with_name(f"{resolved.name}.{os.getpid()}")
-            staged.write_text("".join(f"{name}\t{jar}\n" for name, jar in jars.items()))
-            os.replace(staged, resolved)
+            # Only links into the cache are worth listing (Ivy copies where it cannot link).
+            if all(ivy_cache().resolve() in jar.parents for jar in jars.values()):
+                resolved.parent.mkdir(parents=True, exist_ok=True)
+                staged = resolved.with_name(f"{resolved.name}.{os.getpid()}")
+                staged.write_text("".join(f"{name}\t{jar}\n" for name, jar in jars.items()))
+                os.replace(staged, resolved)
         if target.exists():
             shutil.rmtree(target)
         target.mkdir(parents=True)
