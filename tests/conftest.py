@@ -53,6 +53,34 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     return True
 
 
+_UNGROUPED = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """In a test process of ``--dist loadgroup``, every test marked ``xdist_group`` must carry
+    its group in its id, which is how pytest-xdist sends a group to one process. Where a pytest
+    and pytest-xdist pair loses it, the group's tests would spread over both processes, each
+    starting the group's shared servers (the session cluster, twice, on two cores): such a
+    test fails at once instead (``pytest_runtest_setup``), before its fixtures start anything."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        if item.get_closest_marker("xdist_group") and "@" not in item.nodeid.rpartition("]")[2]:
+            item.stash[_UNGROUPED] = (
+                "this test is marked xdist_group, but its id carries no group, so --dist"
+                " loadgroup does not keep its group in one test process: this pytest and"
+                " pytest-xdist do not work together; install the versions pyproject.toml's dev"
+                " extra allows"
+            )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if _UNGROUPED in item.stash:
+        pytest.fail(item.stash[_UNGROUPED], pytrace=False)
+
+
 @pytest.fixture(scope="session")
 def spark() -> Iterator[SparkSession]:
     from arroyo.engine.session import SessionSettings, get_or_create_session
