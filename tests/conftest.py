@@ -53,7 +53,12 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     return True
 
 
-_UNGROUPED = pytest.StashKey[str]()
+_UNGROUPED = pytest.StashKey[bool]()
+_UNGROUPED_MESSAGE = (
+    "this test is marked xdist_group, but its id carries no group, so --dist loadgroup does not"
+    " keep its group in one test process: this pytest and pytest-xdist do not work together;"
+    " install the versions pyproject.toml's dev extra allows"
+)
 
 
 @pytest.hookimpl(trylast=True)
@@ -67,18 +72,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     for item in items:
         if item.get_closest_marker("xdist_group") and "@" not in item.nodeid.rpartition("]")[2]:
-            item.stash[_UNGROUPED] = (
-                "this test is marked xdist_group, but its id carries no group, so --dist"
-                " loadgroup does not keep its group in one test process: this pytest and"
-                " pytest-xdist do not work together; install the versions pyproject.toml's dev"
-                " extra allows"
-            )
+            item.stash[_UNGROUPED] = True
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if _UNGROUPED in item.stash:
-        pytest.fail(item.stash[_UNGROUPED], pytrace=False)
+    if item.stash.get(_UNGROUPED, False):
+        pytest.fail(_UNGROUPED_MESSAGE, pytrace=False)
 
 
 @pytest.fixture(scope="session")
