@@ -47,8 +47,9 @@ if TYPE_CHECKING:
     from arroyo.testing.nats import NatsServer
     from arroyo.testing.redis import RedisServer
 
-# Impulse events, in batches of a fixed size (under a batch cap, batch b holds events
-# b * _ROWS_PER_BATCH onwards); the batches after the last event carry its end-of-input marker.
+# Impulse events. The first run reads them in batches of a fixed size (under a batch cap, batch b
+# holds events b * _ROWS_PER_BATCH onwards), so which batch is replayed is known; the batches
+# after the last event carry its end-of-input marker.
 _ROWS = 24
 _ROWS_PER_BATCH = 3
 _DEADLINE_S = 300.0
@@ -626,8 +627,8 @@ def test_a_replayed_batch_is_written_once(
     spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty()
     replayed = _forget_commits(state)
     program = spark_planner(spark, state_dir=state).plan(sql)
-    # The replayed batch reads the offsets its first run logged; the rows after it need no cap
-    # (a batch of three rows at a time to the end took a sink like Delta's a minute).
+    # The replayed batch reads the offsets its first run logged, whatever the cap; the rows
+    # after it come uncapped (seven more batches of three rows took the Delta case 87 s in CI).
     second = PipelineRunner(spark, program, state)
     second.start()
     assert second.wait(timeout=_DEADLINE_S), "the resumed run did not finish"
