@@ -26,7 +26,7 @@ from pyspark.sql.streaming.readwriter import DataStreamWriter
 from arroyo.connectors import AnyConnector, WriteContext, connector, secrets
 from arroyo.connectors.base import ConnectorError, ConnectorOptions, table_of, table_state_dir
 from arroyo.connectors.runtime.remote_state import RemoteState, attach, detach
-from arroyo.connectors.runtime.sinks import error_summary, wait_for_batches
+from arroyo.connectors.runtime.sinks import error_summary, raised_error, wait_for_batches
 from arroyo.engine import operators
 from arroyo.engine.build import (
     BuildSettings,
@@ -604,7 +604,12 @@ _TRANSIENT = ("Python worker failed to connect back", "Python worker exited unex
 
 def _job_failed(causes: list[str]) -> JobFailedError:
     failure = JobFailedError(_user_message(causes))
-    if any(marker in cause for cause in causes for marker in _TRANSIENT):
+    raised = raised_error(causes)
+    if raised is not None:
+        # A sink's own error (Kafka unreachable, say) keeps its domain and retry hint.
+        failure.domain = raised.domain
+        failure.retryable = raised.retryable
+    elif any(marker in cause for cause in causes for marker in _TRANSIENT):
         failure.domain = ErrorDomain.INTERNAL
         failure.retryable = True
     return failure

@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, Row
 
 from arroyo.connectors.base import LineWriter
 from arroyo.connectors.runtime.remote_state import durable
+from arroyo.errors import ArroyoError
 from arroyo.program.spec import TableSpec
 
 if TYPE_CHECKING:
@@ -22,6 +23,13 @@ if TYPE_CHECKING:
 
 _in_flight = 0
 _idle = threading.Condition()
+# Arroyo's own errors that foreachBatch functions raised, by the line a traceback shows of each
+# ("KafkaUnavailableError: Kafka at ..."), the newest last. Spark hands the runner only the
+# text of a failed query's exception, which loses the error's domain and retry hint: the runner
+# looks the error up here (``raised_error``), so that a broker that went away mid-batch is
+# retried from the checkpoint rather than failing the job.
+_raised: dict[str, ArroyoError] = {}
+_RAISED_KEPT = 16
 
 
 @contextmanager
@@ -37,10 +45,33 @@ def batch_in_flight() -> Iterator[None]:
         _in_flight += 1
     try:
         yield
+    except ArroyoError as err:
+        with _idle:
+            _raised.pop(_traceback_line(err), None)
+            _raised[_traceback_line(err)] = err
+            while len(_raised) > _RAISED_KEPT:
+                del _raised[next(iter(_raised))]
+        raise
     finally:
         with _idle:
             _in_flight -= 1
             _idle.notify_all()
+
+
+def _traceback_line(err: BaseException) -> str:
+    lines = str(err).splitlines()
+    return f"{type(err).__name__}: {lines[0] if lines else ''}"
+
+
+def raised_error(causes: Iterable[str]) -> ArroyoError | None:
+    """The error of Arroyo's that a foreachBatch function raised, if one of ``causes`` (a
+    failed query's exception messages) quotes it; the newest such error."""
+    texts = list(causes)
+    with _idle:
+        for line, err in reversed(_raised.items()):
+            if any(line in text for text in texts):
+                return err
+    return None
 
 
 def write_partitions(
