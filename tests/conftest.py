@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, TypeVar
 import pytest
 
 from tests import aio
+from tests.codegen import INTERPRETED
 
 T = TypeVar("T")
 
@@ -90,6 +91,7 @@ def spark() -> Iterator[SparkSession]:
     session = get_or_create_session(
         SessionSettings(parallelism=2, shuffle_partitions=2, java_options="-XX:+UseSerialGC")
     )
+    session.conf.set(*INTERPRETED)
     yield session
     session.stop()
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
+from tests.codegen import generated_code
 from tests.sql.harness import (
     GOLDEN,
     QUERIES,
@@ -55,7 +56,12 @@ def test_golden(
 ) -> None:
     output = tmp_path / "out"
     sql = render(QUERIES / f"{case}.sql", output)
-    run_case(spark, sql, tmp_path, resume_part_way=mode == "resumed")
+    if mode == "straight":
+        # The product's path, generated code, once per case (tests/conftest.py: INTERPRETED).
+        with generated_code(spark):
+            run_case(spark, sql, tmp_path, resume_part_way=False)
+    else:
+        run_case(spark, sql, tmp_path, resume_part_way=True)
     rows = read_output(output)
     if case.startswith("updating_"):
         # Updating results: the changes, replayed in order, must give the batch result. (How
