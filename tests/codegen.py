@@ -1,5 +1,4 @@
-"""How the tests' own SparkSession evaluates expressions: interpreted, and generated code where a
-test asks for the product's path."""
+"""Spark's interpreter, rather than generated code, for the golden cases' resumed runs."""
 
 from __future__ import annotations
 
@@ -10,25 +9,25 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-# The tests' own session evaluates expressions and operators as Spark's interpreter does, not as
-# generated Java (an internal Spark setting, for its own tests of both paths). The tests' inputs
-# are a few rows a batch, and Spark generates a new class for nearly every batch of a stateful
-# query (its state's watermark predicates carry the watermark as a literal): compiling them
-# (Janino, on the quick JIT the tests' JVMs run on) cost more than running them. Ten golden runs
-# (five cases twice, stopped and resumed) in one JVM, bench/golden_codegen.py: 251 -> 208
-# machine CPU-s, 188 -> 151 s; updating_global's warm run 28.8 -> 12.4 CPU-s. The results are
-# the same by Spark's contract; the product's path (generated code) still runs in every golden
-# case's straight run (``generated_code``), and in every pipeline a test runs through
-# ``arroyo run``, a worker or the bench, which take Spark's defaults.
-INTERPRETED = ("spark.sql.codegen.factoryMode", "NO_CODEGEN")
+# Spark's internal setting for its own tests of both paths: expressions and operators
+# interpreted, not compiled to Java. The results are the same by Spark's contract.
+_FACTORY_MODE = "spark.sql.codegen.factoryMode"
 
 
 @contextmanager
-def generated_code(spark: SparkSession) -> Iterator[None]:
-    """Spark's default (generated code, interpreted where it cannot generate) for the pipelines
-    run inside: the product's own path, in the tests' session."""
-    spark.conf.set(INTERPRETED[0], "FALLBACK")
+def interpreted(spark: SparkSession) -> Iterator[None]:
+    """The pipelines run inside evaluate interpreted; Spark's default again afterwards.
+
+    For the golden cases' resumed runs alone: a few rows a batch, and a stateful query generates
+    a new class for nearly every batch (its state's eviction predicates carry the batch's
+    watermark as a literal, so Spark's code cache misses), so compiling cost more than running.
+    Five cases stopped and resumed, twice each in one JVM on the tests' quick JIT
+    (bench/golden_codegen.py): 251 -> 208 machine CPU-s. Tests with more rows a batch are slower
+    interpreted (Nexmark q4 at 20 K events/s: 13 s -> 64 s, in a CI run with the whole session
+    interpreted), so everything else, each golden case's straight run included, keeps Spark's
+    default, the product's path."""
+    spark.conf.set(_FACTORY_MODE, "NO_CODEGEN")
     try:
         yield
     finally:
-        spark.conf.set(*INTERPRETED)
+        spark.conf.unset(_FACTORY_MODE)

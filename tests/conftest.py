@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, TypeVar
 import pytest
 
 from tests import aio
-from tests.codegen import INTERPRETED
 
 T = TypeVar("T")
 
@@ -91,7 +90,6 @@ def spark() -> Iterator[SparkSession]:
     session = get_or_create_session(
         SessionSettings(parallelism=2, shuffle_partitions=2, java_options="-XX:+UseSerialGC")
     )
-    session.conf.set(*INTERPRETED)
     yield session
     session.stop()
 

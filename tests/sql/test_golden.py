@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from tests.codegen import generated_code
+from tests.codegen import interpreted
 from tests.sql.harness import (
     GOLDEN,
     QUERIES,
@@ -57,11 +57,11 @@ def test_golden(
     output = tmp_path / "out"
     sql = render(QUERIES / f"{case}.sql", output)
     if mode == "straight":
-        # The product's path, generated code, once per case (tests/conftest.py: INTERPRETED).
-        with generated_code(spark):
-            run_case(spark, sql, tmp_path, resume_part_way=False)
+        run_case(spark, sql, tmp_path, resume_part_way=False)
     else:
-        run_case(spark, sql, tmp_path, resume_part_way=True)
+        # Interpreted: tests/codegen.py says why. The straight run keeps the product's path.
+        with interpreted(spark):
+            run_case(spark, sql, tmp_path, resume_part_way=True)
     rows = read_output(output)
     if case.startswith("updating_"):
         # Updating results: the changes, replayed in order, must give the batch result. (How
