@@ -22,7 +22,7 @@ def interpreted(spark: SparkSession) -> Iterator[None]:
     a new class for nearly every batch (its state's eviction predicates carry the batch's
     watermark as a literal, so Spark's code cache misses), so compiling cost more than running.
     Five cases stopped and resumed, twice each in one JVM on the tests' quick JIT
-    (bench/golden_codegen.py): 251 -> 208 machine CPU-s. Tests with more rows a batch are slower
+    (bench/golden_codegen.py): 245 -> 208 machine CPU-s. Tests with more rows a batch are slower
     interpreted (Nexmark q4 at 20 K events/s: 13 s -> 64 s, in a CI run with the whole session
     interpreted), so everything else, each golden case's straight run included, keeps Spark's
     default, the product's path."""
