@@ -5,8 +5,8 @@
 
 Golden cases (tests/sql) run as the suite's resumed runs do (two batches of four rows, stopped,
 then the rest in batches of 16), each case ``--rounds`` times, in one JVM per mode: Spark's
-default (generated code) and its interpreter (``spark.sql.codegen.factoryMode=NO_CODEGEN``, what
-the tests' own session takes: tests/codegen.py). Prints, side by side, the wall time and the
+default (generated code) and its interpreter (``tests.codegen.interpreted``, which the suite's
+golden resumed runs take). Prints, side by side, the wall time and the
 machine's CPU seconds (from /proc/stat: the JVM, its Python workers and the driver) per mode.
 The JVMs run on the quick JIT, as the tests' do, unless ``--full-jit``. Run it on an idle machine.
 """
@@ -14,6 +14,7 @@ The JVMs run on the quick JIT, as the tests' do, unless ``--full-jit``. Run it o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
@@ -37,18 +38,20 @@ def _run_mode(mode: str, cases: list[str], rounds: int) -> None:
     """In this process: one session in ``mode``, every case ``rounds`` times."""
     sys.path.insert(0, str(ROOT))
     from arroyo.engine.session import SessionSettings, get_or_create_session
+    from tests.codegen import interpreted
     from tests.sql.harness import QUERIES, render, run_case
 
     spark = get_or_create_session(
         SessionSettings(parallelism=2, shuffle_partitions=2, java_options="-XX:+UseSerialGC")
     )
-    spark.conf.set("spark.sql.codegen.factoryMode", mode)
-    for _ in range(rounds):
-        for case in cases:
-            with tempfile.TemporaryDirectory(prefix="arroyo-bench-") as tmp:
-                work = Path(tmp)
-                run_case(spark, render(QUERIES / f"{case}.sql", work / "out"), work,
-                         resume_part_way=True, batch_rows=None)  # fmt: skip
+    evaluation = interpreted(spark) if mode == "interpreted" else contextlib.nullcontext()
+    with evaluation:
+        for _ in range(rounds):
+            for case in cases:
+                with tempfile.TemporaryDirectory(prefix="arroyo-bench-") as tmp:
+                    work = Path(tmp)
+                    sql = render(QUERIES / f"{case}.sql", work / "out")
+                    run_case(spark, sql, work, resume_part_way=True)
     spark.stop()
 
 
@@ -68,7 +71,7 @@ def main() -> int:
         env["JDK_JAVA_OPTIONS"] = "-XX:TieredStopAtLevel=1"
     print(f"{len(cases)} golden cases, resumed, {args.rounds} rounds, one JVM per mode")
     print(f"{'mode':12} {'wall s':>8} {'CPU s':>8}")
-    for mode in ("FALLBACK", "NO_CODEGEN"):
+    for mode in ("generated", "interpreted"):
         cpu, started = _machine_cpu_s(), time.monotonic()
         done = subprocess.run(
             [sys.executable, __file__, "--mode", mode, "--cases", args.cases,
