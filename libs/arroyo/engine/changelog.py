@@ -30,7 +30,7 @@ from pyspark.sql.types import StringType
 
 from arroyo.connectors.base import LineWriter
 from arroyo.connectors.runtime.remote_state import durable
-from arroyo.connectors.runtime.sinks import batch_in_flight, consume, driver_rows
+from arroyo.connectors.runtime.sinks import batch_in_flight, consume
 from arroyo.formats.codec import json_row
 from arroyo.program.names import quote_name
 from arroyo.program.spec import TableSpec
@@ -111,7 +111,7 @@ class Changelog:
         key = F.to_json(F.array(*columns)) if self.keys else F.lit("[]")
         row = json_row(df, self.columns, self.sink)
         keep = F.coalesce(F.col(quote_name(self.keep)), F.lit(False)) if self.keep else F.lit(True)
-        for k, r, qualifies in driver_rows(df.select(key, row, keep)):
+        for k, r, qualifies in df.select(key, row, keep).toLocalIterator(prefetchPartitions=True):
             yield k, (r if qualifies else None)
 
     def _records(self, befores: dict[str, str], changes: dict[str, str | None]) -> Iterator[bytes]:

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, Row
 
@@ -149,19 +149,9 @@ class BatchCommitLog:
         durable(self.path)
 
 
-def driver_rows(df: DataFrame) -> Iterator[tuple[Any, ...]]:
-    """A micro-batch's rows on the driver, in order, as tuples of plain values: one job and
-    one Arrow transfer for the whole batch. (``toLocalIterator`` ran a job per partition and
-    pickled each row: about 80 ms more a batch of a few rows, the common case of a driver-side
-    sink.) The batch is on the driver whole, in Arrow's compact form (``toLocalIterator`` held
-    two partitions): these sinks write from the driver, and a changelog keeps a batch's changes
-    in a dict anyway. Python objects are made one Arrow record batch at a time."""
-    for batch in df.toArrow().to_batches():
-        yield from zip(*(column.to_pylist() for column in batch.columns), strict=True)
-
-
 def lines_of(df: DataFrame) -> Iterable[bytes]:
-    for (value,) in driver_rows(df.select(df.columns[0])):
+    for row in df.toLocalIterator(prefetchPartitions=True):
+        value = row[0]
         if value is None:
             continue
         yield (
