@@ -252,10 +252,10 @@ def test_a_self_join_reads_its_input_once(
     assert _got(out) == expected
     if not resume_part_way:
         # The query (the join and its aggregate) reads the file's 30 orders in its first
-        # batch, not 30 per side (60, before the sides shared the read; later batches read
-        # end-of-input markers).
+        # batch, with their end-of-input marker, not 30 per side (60, before the sides shared
+        # the read; the batch after reads the second marker).
         runner = PipelineRunner(spark, program, tmp_path / "again")
         runner.start()
         assert runner.wait(timeout=300)
         (query,) = runner.queries
-        assert max(p["numInputRows"] for p in query.recentProgress) == 30
+        assert max(p["numInputRows"] for p in query.recentProgress) == 31

@@ -49,8 +49,9 @@ import org.apache.spark.unsafe.types.UTF8String;
  * <p>Why not Spark's own file source: a bounded table must end, and its end must push the
  * watermark past every row so that open windows flush (Arroyo's semantics). Spark's file source
  * can do neither; this one knows where its input ends and, after the last record, gives one
- * end-of-input marker row ({@code _eoi}) per batch. The first such batch moves the watermark to
- * the end of time; the next ones are batches with data, so they run under that watermark even
+ * end-of-input marker row ({@code _eoi}) per batch, the first with the last lines (Parquet's in
+ * the batch after). The first marker moves the watermark to the end of time; the batches after
+ * it carry a marker too, so they run under that watermark even
  * where Spark schedules no batch without data (stream-stream joins); and a run resumed after the
  * end sees the end again.
  *
@@ -331,7 +332,7 @@ public final class BoundedFilesSource implements TableProvider {
         return new FileOffset(start.file, 0, start.eoi + 1);
       }
       if (!(limit instanceof ReadMaxRows max)) {
-        return new FileOffset(files.size(), 0, 0);
+        return endOf(files, files.size(), 0);
       }
       long budget = max.maxRows();
       long taken = 0;
@@ -377,7 +378,15 @@ public final class BoundedFilesSource implements TableProvider {
           closeQuietly(lines);
         }
       }
-      return new FileOffset(file, pos, 0);
+      return endOf(files, file, pos);
+    }
+
+    /** A batch's end at {@code file}, {@code pos}: lines that reach the end carry the first end-of-input
+     * marker in the same batch, so a bounded run takes one batch fewer (its next batch, the
+     * second marker's, runs under the final watermark). Parquet's marker waits for the next
+     * batch: Spark refuses columnar and row partitions in one. */
+    private FileOffset endOf(List<String> files, int file, long pos) {
+      return new FileOffset(file, pos, !config.parquet && file >= files.size() ? 1 : 0);
     }
 
     /** A Parquet file's footer, read once per query (the files of a bounded input do not
@@ -434,8 +443,8 @@ public final class BoundedFilesSource implements TableProvider {
       if (!parquet.isEmpty()) {
         parts.addAll(readers.plan(parquet, this::footer));
       }
-      // Never with data (latestOffset gives the end only once the files are read): Spark
-      // refuses a batch of columnar and row partitions together, and the marker is a row.
+      // With lines' last rows, or alone (Parquet's: Spark refuses a batch of columnar and row
+      // partitions together, and the marker is a row; see endOf).
       if (end.eoi > start.eoi) {
         parts.add(new EndOfInput());
       }
