@@ -35,7 +35,8 @@ def render(query_file: Path, output: Path) -> str:
 
 def first_batch_rows(sql: str) -> int:
     """Rows a batch of the first run: four, or fewer where the largest input the query reads
-    has eight rows or fewer, so that its two batches stop before the input's end (lines give
+    has eight rows or fewer, so that its two batches stop before the end of an input of three
+    rows or more (none is smaller; lines give
     their end-of-input marker with their last rows, and a stateless query ends with it). Four
     for a query of generated sources alone (impulse_bounded's 40 events)."""
     rows = _input_rows(sql)
@@ -82,9 +83,9 @@ def run_case(
     run them themselves).
 
     Where the stop lands is timing: Spark may have begun the next batch or two (the replay
-    takes them with their four rows). A case whose rows depend on where batches split (late
-    rows, by the watermark of the batch before) gives ``batch_rows`` for every batch of both
-    runs: its batches then split at the same rows wherever the stop lands."""
+    takes them with the first run's rows a batch). A case whose rows depend on where batches
+    split (late rows, by the watermark of the batch before) gives ``batch_rows`` for every
+    batch of both runs: its batches then split at the same rows wherever the stop lands."""
     state = work / "state"
     if resume_part_way:
         program = spark_planner(spark, state_dir=state).plan(sql)

@@ -240,9 +240,10 @@ class Connector(ABC, Generic[OptionsT, ConnectionT]):
     - ``_source_time`` TIMESTAMP: the connector's own event time for the row (NULL: none; a
       connector that always sets it says so with ``Capabilities.source_time``);
     - ``_eoi`` BOOLEAN: true on the end-of-input marker rows of a bounded source, which come after
-      every real row and let the watermark pass everything. A marker must reach a batch after
-      the one that first carried it (a second marker row, or rows that are filtered out), so
-      that a batch with data runs under the final watermark. Unbounded sources never set it.
+      every real row and let the watermark pass everything. The first may share a batch with
+      the last real rows (the file sources' lines do). A marker must reach a batch after the
+      one that first carried it (a second marker row, or rows that are filtered out), so that
+      a batch with data runs under the final watermark. Unbounded sources never set it.
 
     Sinks: ``write`` is called once on the driver per streaming query with the rows to write (the
     table's columns only) and returns a configured, not yet started ``DataStreamWriter``. Every

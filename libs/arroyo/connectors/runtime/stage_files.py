@@ -11,8 +11,9 @@ Layout of a stage's directory::
     _end                        the writing query's input has ended: no batch comes after
 
 Offsets are ``{"batch": b, "eoi": n}``: every batch up to ``b`` has been read, and how many
-end-of-input batches have been emitted (as in the file source, BoundedFilesSource.java: once
-``_end`` is there and every batch is read, each micro-batch carries the marker).
+end-of-input batches have been emitted (as the file source counts them, BoundedFilesSource.java:
+once ``_end`` is there and every batch is read, each micro-batch carries the marker; unlike the
+file source's lines, never the batch of the last rows).
 
 This module is imported by Spark's Python workers, so it must stay importable on its own.
 """
