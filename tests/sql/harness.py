@@ -36,10 +36,13 @@ def render(query_file: Path, output: Path) -> str:
 def first_batch_rows(sql: str) -> int:
     """Rows a batch of the first run: four, or fewer where the largest input the query reads
     has eight rows or fewer, so that its two batches stop before the end of an input of three
-    rows or more (none is smaller; lines give
-    their end-of-input marker with their last rows, and a stateless query ends with it). Four
-    for a query of generated sources alone (impulse_bounded's 40 events)."""
-    rows = _input_rows(sql)
+    rows or more (none is smaller; lines give their end-of-input marker with their last rows,
+    and a stateless query ends with it). Four for a query of generated sources alone
+    (impulse_bounded's 40 events)."""
+    return _first_rows(_input_rows(sql))
+
+
+def _first_rows(rows: int) -> int:
     return max(1, min(_FIRST_BATCH_ROWS, (rows - 1) // 2)) if rows else _FIRST_BATCH_ROWS
 
 
@@ -50,7 +53,8 @@ def resumed_batch_rows(sql: str) -> int:
     the second on state the first committed; its four batches of 16 only repeated those. (The
     resumed cases of every third query, one run each way: 30 rows a batch took 9% less CPU
     than 16. Fewer than 16, to give the small inputs two batches as well, made them slower.)"""
-    rest = _input_rows(sql) - 2 * first_batch_rows(sql)
+    rows = _input_rows(sql)
+    rest = rows - 2 * _first_rows(rows)
     return max(_RESUMED_BATCH_ROWS, -(-rest // 2))
 
 

@@ -381,10 +381,10 @@ public final class BoundedFilesSource implements TableProvider {
       return endOf(files, file, pos);
     }
 
-    /** A batch's end at {@code file}, {@code pos}: lines that reach the end carry the first end-of-input
-     * marker in the same batch, so a bounded run takes one batch fewer (its next batch, the
-     * second marker's, runs under the final watermark). Parquet's marker waits for the next
-     * batch: Spark refuses columnar and row partitions in one. */
+    /** A batch's end at {@code file}, {@code pos}: lines that reach the end carry the first
+     * end-of-input marker in the same batch, so a bounded run takes one batch fewer (its next
+     * batch, the second marker's, runs under the final watermark). Parquet's marker waits for
+     * the next batch: Spark refuses columnar and row partitions in one. */
     private FileOffset endOf(List<String> files, int file, long pos) {
       return new FileOffset(file, pos, !config.parquet && file >= files.size() ? 1 : 0);
     }
