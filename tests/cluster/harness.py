@@ -92,6 +92,12 @@ class Cluster:
             # the serial collector (C2 compiling was most of a new worker's first-minute CPU).
             # bench/chaos.py measures with the default instead.
             "ARROYO__WORKER__JVM_OPTIONS": TEST_WORKER_JVM_OPTIONS,
+            # No warm worker (a JVM kept started, its SparkSession up and its warm-up pipeline
+            # run, for the next job): a test's cluster starts a pipeline or two at a time, and each
+            # one taken started the next, on cores the suite already keeps busy (test_cluster.py:
+            # 461 CPU-s with one, 325 without; 267 s of wall time against 287). The node starts
+            # a worker for each job instead. test_node_restart turns it on, and covers it.
+            "ARROYO__NODE__WARM_WORKER": "false",
             **service_ports(SERVICES),
         }
         self.api_url = f"http://127.0.0.1:{self.env['ARROYO__API__PORT']}/api/v1"

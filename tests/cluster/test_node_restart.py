@@ -2,11 +2,14 @@
 pipeline, and its worker runs on; the node started again in its place (as ``arroyo cluster``
 or systemd would) adopts the worker, and the job stays Running in the same generation, on the
 same worker, its output advancing. Stopping the pipeline then stops the adopted worker, through
-the node that adopted it. On the session's cluster (conftest.py)."""
+the node that adopted it. On the session's cluster (conftest.py), its node started with a warm
+worker for the first test: the one test of a job handed to a warm worker, and of the next one
+started behind it, which ends with its node."""
 
 from __future__ import annotations
 
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,17 +21,40 @@ from tests.cluster.test_cluster import create, windows, worker_node
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("cluster")]
 
 
+@pytest.fixture
+def warm_cluster(cluster: Cluster) -> Iterator[Cluster]:
+    """The session's cluster, its node started again keeping a warm worker (the test clusters
+    keep none: harness.Cluster), and started as before after the test."""
+    (node,) = cluster.nodes()
+    command, env = cluster.launched[node]
+    assert cluster.stop(node) == 0
+    cluster.start(node, command, {**env, "ARROYO__NODE__WARM_WORKER": "true"})
+    cluster.wait_ready(node)
+    yield cluster
+    cluster.restore()
+    cluster.stop_pipelines()
+    assert cluster.stop(node) == 0
+    cluster.start(node, command, env)
+    cluster.wait_ready(node)
+
+
 def test_a_worker_outlives_its_node_and_the_restarted_node_adopts_it(
-    cluster: Cluster, tmp_path: Path
+    warm_cluster: Cluster, tmp_path: Path
 ) -> None:
+    cluster = warm_cluster
+    (node,) = cluster.nodes()
+    first_warm = cluster.until("the warm worker", lambda: _warm_worker(cluster, node))
     output = tmp_path / "out" / "windows.json"
     pid = create(cluster, output, name="outlives-node")
     cluster.wait_state(pid, "Running")
     cluster.until("two windows", lambda: len(windows(output)) >= 2)
     before = cluster.job(pid)
     node, worker = cluster.until("the node holding the job", lambda: worker_node(cluster, pid))
+    # The job went to the warm worker, and the node started the next one behind it.
+    assert worker == first_warm
     started_at = process_start_time(worker)
     warm = cluster.until("the warm worker", lambda: _warm_worker(cluster, node))
+    assert warm != worker
 
     assert cluster.stop(node, signal.SIGKILL) == -signal.SIGKILL
     seen = len(windows(output))

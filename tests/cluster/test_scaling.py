@@ -56,9 +56,6 @@ def scaled(tmp_path: Path, postgres_url: str) -> Iterator[Cluster]:
             "ARROYO__COMPILER__ADDRESS": ",".join(f"127.0.0.1:{p}" for p in compilers.values()),
             "ARROYO__CONTROLLER__ADDRESS": ",".join(f"127.0.0.1:{p}" for p in controllers.values()),
             "ARROYO__CONTROLLER__LEASE_TTL_S": str(LEASE_TTL_S),
-            # A worker JVM per pipeline and no warm one beside it: three nodes' warm workers
-            # would be three more JVMs on a two-core machine.
-            "ARROYO__NODE__WARM_WORKER": "false",
         }
     )
     cluster.use_tls()
