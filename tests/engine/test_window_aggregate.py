@@ -33,7 +33,7 @@ def _events(path: Path) -> Path:
     rng = random.Random(7)
     lines = []
     latest = 0.0
-    for i in range(64):
+    for i in range(40):
         latest += rng.choice([1.0, 1.5, 2.0])
         at = latest - rng.choice([8, 15, 25, 40]) if i % 7 == 3 else latest
         lines.append(

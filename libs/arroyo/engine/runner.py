@@ -386,20 +386,13 @@ class PipelineRunner:
 
     def _tell_finished(self) -> None:
         """Tell each sink whose query is done that it has its last rows: a stage's reader
-        then ends too (arroyo.connectors.stage). And stop that query: a bounded source gives an
-        end-of-input marker each batch once it has ended, so a query that wrote a stage would
-        run batches of markers alone, half a second to a second of CPU each, until the query
-        reading it ended too. It can emit nothing more (its sources ended, its state flushed),
-        so a batch the stop cuts short writes nothing, and its replay on a later run of the
-        same checkpoint writes nothing either."""
+        then ends too (arroyo.connectors.stage)."""
         for w in self._watched:
             if w.done and not w.told_finished:
                 conn = connector(w.spec.sink.connector)
                 assert conn is not None
                 conn.sink_finished(w.context, w.spec.sink, w.sink_options)
                 w.told_finished = True
-                if self.program.bounded:
-                    w.query.stop()
 
     def _check_failures(self) -> None:
         for w in self._watched:
