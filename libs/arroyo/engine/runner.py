@@ -131,6 +131,8 @@ class _Watched:
     batches: int = 0
     # Whether the sink was told it has its last rows (Connector.sink_finished).
     told_finished: bool = False
+    # The query's checkpoint directory, as Spark was given it.
+    checkpoint: str = ""
 
     @property
     def done(self) -> bool:
@@ -303,7 +305,14 @@ class PipelineRunner:
         log.info("query_started", sink=sink.name, query_id=str(query.id))
         nodes = operators.QueryOperators(query, self.program, sink, self._state_rows_counted)
         return _Watched(
-            spec, query, sources, context, options, nodes, ends_by_offsets=stripped is not None
+            spec,
+            query,
+            sources,
+            context,
+            options,
+            nodes,
+            ends_by_offsets=stripped is not None,
+            checkpoint=checkpoint,
         )
 
     def _start_real_time(
@@ -386,13 +395,19 @@ class PipelineRunner:
 
     def _tell_finished(self) -> None:
         """Tell each sink whose query is done that it has its last rows: a stage's reader
-        then ends too (arroyo.connectors.stage)."""
+        then ends too (arroyo.connectors.stage). And its file sources: they then give no
+        more batches of end-of-input markers alone while the pipeline's other queries finish
+        (libs/arroyo/java/arroyo/files/FinishedQueries.java)."""
         for w in self._watched:
             if w.done and not w.told_finished:
                 conn = connector(w.spec.sink.connector)
                 assert conn is not None
                 conn.sink_finished(w.context, w.spec.sink, w.sink_options)
                 w.told_finished = True
+                if self.program.bounded and len(self._watched) > 1:
+                    jvm = self.spark._jvm
+                    assert jvm is not None
+                    jvm.arroyo.files.FinishedQueries.finish(w.checkpoint)
 
     def _check_failures(self) -> None:
         for w in self._watched:

@@ -241,7 +241,8 @@ public final class BoundedFilesSource implements TableProvider {
 
     @Override
     public MicroBatchStream toMicroBatchStream(String checkpointLocation) {
-      return new FilesStream(config, ColumnUse.used(checkpointLocation, config.useId));
+      return new FilesStream(
+          config, ColumnUse.used(checkpointLocation, config.useId), checkpointLocation);
     }
   }
 
@@ -295,10 +296,14 @@ public final class BoundedFilesSource implements TableProvider {
     private final java.util.Set<String> dropped = new java.util.LinkedHashSet<>();
     private final ParquetFiles.Readers readers;
     private List<String> listed; // by the last latestOffset
+    // This source's checkpoint directory (FinishedQueries).
+    private final String location;
 
     /** {@code used}: what the query uses of the columns, or null for all. */
-    FilesStream(Config config, ColumnUse.Use used) {
+    FilesStream(Config config, ColumnUse.Use used, String location) {
       this.config = config;
+      this.location = location;
+      FinishedQueries.starting(location);
       readers = config.parquet ? new ParquetFiles.Readers(
           used == null ? config.columns : used.of(config.columns)) : null;
     }
@@ -326,6 +331,9 @@ public final class BoundedFilesSource implements TableProvider {
     @Override
     public Offset latestOffset(Offset startOffset, ReadLimit limit) {
       FileOffset start = (FileOffset) startOffset;
+      if (start.eoi > 0 && FinishedQueries.finished(location)) {
+        return start; // no more markers: the query is done (FinishedQueries)
+      }
       List<String> files = config.files();
       listed = files;
       if (start.file >= files.size()) {

@@ -182,6 +182,16 @@ public final class ColumnUse {
     if (id == null || id.isEmpty()) {
       return null;
     }
+    String checkpoint = queryCheckpoint(location);
+    return checkpoint == null ? null : USED.get(key(checkpoint, id));
+  }
+
+  /** The checkpoint directory of the query whose source's is {@code location}
+   * ({@code <checkpoint>/sources/<n>}), or null where it is not so. */
+  static String queryCheckpoint(String location) {
+    if (location == null) {
+      return null;
+    }
     Path sources;
     try {
       sources = new Path(new java.net.URI(location)).getParent(); // Spark gives it escaped
@@ -191,7 +201,7 @@ public final class ColumnUse {
     if (sources == null || sources.getParent() == null) {
       return null;
     }
-    return USED.get(key(sources.getParent().toString(), id));
+    return sources.getParent().toString();
   }
 
   private static String key(String checkpoint, String id) {
