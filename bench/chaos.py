@@ -25,7 +25,7 @@ from pathlib import Path
 from arroyo.testing.kafka import KafkaBroker
 from arroyo.testing.postgres import running_postgres_server
 from tests.cluster.chaos import GOAL_S, Chaos, schedule
-from tests.cluster.harness import running_cluster
+from tests.cluster.harness import WARM_WORKER, running_cluster
 
 
 def main() -> None:
@@ -59,8 +59,9 @@ def main() -> None:
             running_cluster(
                 root / "cluster",
                 postgres.url,
-                # Workers as a deployment runs them (the tests' cluster makes them C1-only).
-                {"ARROYO__WORKER__JVM_OPTIONS": ""},
+                # Workers as a deployment runs them (the tests' cluster makes them C1-only and
+                # keeps no warm one).
+                {"ARROYO__WORKER__JVM_OPTIONS": "", **WARM_WORKER},
                 tls=True,
                 compilers=args.compilers,
             ) as cluster,

@@ -3,8 +3,8 @@ starts a worker for each job: no warm one, harness.Cluster), so the tests on the
 default (SQLite) share one for the session (they all run in one test process:
 ``xdist_group("cluster")``). Each test works in pipelines of its own; one that stops or kills a
 service has it back before the next test, and one that failed before stopping its pipeline has
-it stopped (``cluster``). It runs as ``arroyo cluster`` does: mutual TLS between its services,
-and here HTTPS on the api too, so every test of it covers both."""
+it stopped (``cluster``). It runs as ``arroyo cluster`` does, but for the warm worker: mutual
+TLS between its services, and here HTTPS on the api too, so every test of it covers both."""
 
 from __future__ import annotations
 

@@ -52,6 +52,8 @@ class ApiError(Exception):
 
 
 TEST_WORKER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# A node keeping a warm worker, as deployments' nodes do (the test clusters' keep none).
+WARM_WORKER = {"ARROYO__NODE__WARM_WORKER": "true"}
 
 
 @dataclass
@@ -96,7 +98,8 @@ class Cluster:
             # run, for the next job): a test's cluster starts a pipeline or two at a time, and each
             # one taken started the next, on cores the suite already keeps busy (test_cluster.py:
             # 461 CPU-s with one, 325 without; 267 s of wall time against 287). The node starts
-            # a worker for each job instead. test_node_restart turns it on, and covers it.
+            # a worker for each job instead. WARM_WORKER turns it back on where a test is about
+            # it (test_node_restart), or about recovery as a deployment runs (test_chaos).
             "ARROYO__NODE__WARM_WORKER": "false",
             **service_ports(SERVICES),
         }

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from arroyo.tls import client_context
-from tests.cluster.harness import SERVICES, Cluster
+from tests.cluster.harness import SERVICES, WARM_WORKER, Cluster
 
 pytestmark = [
     pytest.mark.spark,
@@ -66,6 +66,8 @@ def test_cluster_is_ready_when_it_says_so_supervises_and_stops(tmp_path: Path) -
     # other services on a loaded 2-core machine can come close, so this test gives it more.
     # Waiting itself is what is tested here; the 503 once the wait is over is tests/api's.
     cluster.env["ARROYO__API__COMPILER_WAIT_S"] = "180"
+    # Its node as `arroyo cluster`'s runs, with a warm worker: one of the workers Ctrl-C stops.
+    cluster.env.update(WARM_WORKER)
     ready_url = f"https://127.0.0.1:{cluster.env['ARROYO__API__PORT']}/"
     cluster.api_url = cluster.api_url.replace("http://", "https://", 1)
     log = tmp_path / "logs" / "cluster.log"

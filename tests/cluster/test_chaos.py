@@ -15,7 +15,7 @@ import pytest
 from arroyo.testing.kafka import KafkaBroker
 from arroyo.testing.postgres import PostgresServer, running_postgres_server
 from tests.cluster.chaos import FAULT_KINDS, Chaos, schedule
-from tests.cluster.harness import running_cluster
+from tests.cluster.harness import WARM_WORKER, running_cluster
 
 pytestmark = [
     pytest.mark.spark,
@@ -37,7 +37,11 @@ def test_every_fault_once(
 ) -> None:
     faults = schedule(seed=32, faults=len(FAULT_KINDS), seconds=0)
     assert sorted(f.kind for f in faults) == sorted(FAULT_KINDS)
-    with running_cluster(tmp_path, postgres_server.url, tls=True, compilers=2) as cluster:
+    # With a warm worker, as bench/chaos.py and deployments run: a killed worker's job restarts
+    # on it.
+    with running_cluster(
+        tmp_path, postgres_server.url, WARM_WORKER, tls=True, compilers=2
+    ) as cluster:
         chaos = Chaos(cluster, kafka_broker, postgres_server, pause_s=5, deadline_s=60, say=print)
         report = chaos.run(faults, rate=100)
     print("\n".join(report.lines()))

@@ -81,6 +81,25 @@ def test_a_finished_run_leaves_no_stage_rows_behind(spark: SparkSession, tmp_pat
     assert committed_batches(root) == []  # every batch read was removed
 
 
+def test_a_finished_run_runs_again_to_its_end_in_the_same_session(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The query writing the stage is marked done once the runner has seen it done, and its
+    file sources then give no more batches (libs/arroyo/java/arroyo/files/FinishedQueries.java).
+    Started again on the same state, in the same JVM, it reads its end again and ends, and the
+    output is as it was: the mark is the first run's alone."""
+    out, state = tmp_path / "out.json", tmp_path / "state"
+    sql = JOIN_COUNT.replace("$out", str(out))
+    outputs = []
+    for _ in range(2):
+        runner = PipelineRunner(spark, spark_planner(spark, state_dir=state).plan(sql), state)
+        runner.start()
+        assert runner.wait(timeout=120), "the run did not end"
+        outputs.append(replay_changes(read_output(out)))
+        assert len(runner.queries) == 2
+    assert outputs[0] and outputs[1] == outputs[0]
+
+
 def test_the_writer_skips_a_batch_written_or_consumed_before(
     spark: SparkSession, tmp_path: Path
 ) -> None:

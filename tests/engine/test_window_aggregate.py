@@ -135,7 +135,7 @@ def test_the_rows_are_those_of_sparks_windowed_aggregate(
 
 
 def test_late_rows_count_only_in_windows_still_open(spark: SparkSession, tmp_path: Path) -> None:
-    """In one batch nothing is late; in batches of four rows the late ones are dropped from the
+    """In one batch nothing is late; in batches of eight rows the late ones are dropped from the
     windows the watermark had passed, so some windows count fewer rows: the case above checks
     lateness, not just sums."""
     events = _events(tmp_path / "events.json")

@@ -443,7 +443,7 @@ class PipelineRunner:
         changed = False
         for p in events:
             w = by_run.get(str(p.runId))
-            if w is None or p.batchId <= w.last_batch:
+            if w is None or p.batchId <= w.last_batch or _idle(p):
                 continue
             w.last_batch = p.batchId
             w.batches += 1
@@ -550,6 +550,13 @@ class PipelineRunner:
 # Spark's status message while it runs a batch without new input: a watermark moved, so
 # stateful operators close windows and evict state, and the rows they emit reach the sink.
 _NO_DATA_BATCH = "No new data but cleaning up state"
+
+
+def _idle(progress: Any) -> bool:
+    """Whether a progress record is Spark's note that the query has been idle a while (no
+    batch ran: it carries the next batch's id). The listener is not sent these, but a query's
+    ``recentProgress`` keeps them."""
+    return not progress.numInputRows and "addBatch" not in (progress.durationMs or {})
 
 
 def _batch_in_flight(query: StreamingQuery) -> bool:

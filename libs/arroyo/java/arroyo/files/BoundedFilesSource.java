@@ -296,14 +296,13 @@ public final class BoundedFilesSource implements TableProvider {
     private final java.util.Set<String> dropped = new java.util.LinkedHashSet<>();
     private final ParquetFiles.Readers readers;
     private List<String> listed; // by the last latestOffset
-    // This source's checkpoint directory (FinishedQueries).
-    private final String location;
+    // Its query's key in FinishedQueries.
+    private final String query;
 
     /** {@code used}: what the query uses of the columns, or null for all. */
     FilesStream(Config config, ColumnUse.Use used, String location) {
       this.config = config;
-      this.location = location;
-      FinishedQueries.starting(location);
+      this.query = FinishedQueries.starting(location);
       readers = config.parquet ? new ParquetFiles.Readers(
           used == null ? config.columns : used.of(config.columns)) : null;
     }
@@ -331,7 +330,7 @@ public final class BoundedFilesSource implements TableProvider {
     @Override
     public Offset latestOffset(Offset startOffset, ReadLimit limit) {
       FileOffset start = (FileOffset) startOffset;
-      if (start.eoi > 0 && FinishedQueries.finished(location)) {
+      if (start.eoi > 0 && FinishedQueries.finished(query)) {
         return start; // no more markers: the query is done (FinishedQueries)
       }
       List<String> files = config.files();

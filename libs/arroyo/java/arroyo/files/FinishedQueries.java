@@ -13,9 +13,10 @@ import org.apache.hadoop.fs.Path;
  * state flushed, its sink told: a stage's reader then ends too), those batches would only
  * repeat, half a second to a second of CPU each, until the pipeline's last query ends: a query
  * writing a stage ran two or three times as many batches as the query reading it. So the runner
- * calls {@link #finish}, and the query's file sources then have no new data: the query idles
- * until the runner stops it with the others. (Stopping it at once could cut short a batch inside
- * its foreachBatch function, whose cancelled job fails the query.)
+ * calls {@link #finish}, and the query's file sources then have no new data: a query reading
+ * files alone idles until the runner stops it with the others (one that reads another bounded
+ * source too, a stage or a generator, still runs that source's markers). Stopping it at once
+ * could cut short a batch inside its foreachBatch function, whose cancelled job fails the query.
  *
  * <p>A query starting again on the same checkpoint (a resumed run, in the same JVM) gets its
  * markers again: its sources forget the mark when Spark makes them, at the query's start.
@@ -30,19 +31,23 @@ public final class FinishedQueries {
     DONE.add(key(checkpoint));
   }
 
-  /** Whether the query whose source's checkpoint directory is {@code location}
-   * ({@code <checkpoint>/sources/<n>}) is done. */
-  static boolean finished(String location) {
+  /** The key of the query whose source's checkpoint directory is {@code location}
+   * ({@code <checkpoint>/sources/<n>}), for {@link #finished}; null where it is not so. A source
+   * takes it when Spark makes it, at the query's start, which is when the query is not done
+   * (yet): a mark a run before it left is forgotten. */
+  static String starting(String location) {
     String query = ColumnUse.queryCheckpoint(location);
-    return query != null && DONE.contains(key(query));
+    if (query == null) {
+      return null;
+    }
+    String key = key(query);
+    DONE.remove(key);
+    return key;
   }
 
-  /** A source of the query starting: not done (yet). */
-  static void starting(String location) {
-    String query = ColumnUse.queryCheckpoint(location);
-    if (query != null) {
-      DONE.remove(key(query));
-    }
+  /** Whether the query of {@code key} ({@link #starting}) is done. */
+  static boolean finished(String key) {
+    return key != null && DONE.contains(key);
   }
 
   private static String key(String checkpoint) {
