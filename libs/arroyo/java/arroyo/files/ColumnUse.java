@@ -205,7 +205,13 @@ public final class ColumnUse {
   }
 
   private static String key(String checkpoint, String id) {
-    return new Path(checkpoint).toUri().getPath() + "\0" + id;
+    return checkpointKey(checkpoint) + "\0" + id;
+  }
+
+  /** A query's checkpoint directory as the runner and Spark both name it (Spark's escaped,
+   * with its scheme): its path alone. */
+  static String checkpointKey(String checkpoint) {
+    return new Path(checkpoint).toUri().getPath();
   }
 
   private static void collectSources(LogicalPlan node, Map<ExprId, String[]> sourced) {

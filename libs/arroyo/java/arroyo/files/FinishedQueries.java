@@ -3,8 +3,6 @@ package arroyo.files;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
-import org.apache.hadoop.fs.Path;
-
 /**
  * The queries of a bounded pipeline that are done while others still run, by checkpoint
  * directory. A bounded source gives an end-of-input marker every batch once it has ended, which
@@ -28,7 +26,7 @@ public final class FinishedQueries {
 
   /** The query whose checkpoint directory is {@code checkpoint} is done. */
   public static void finish(String checkpoint) {
-    DONE.add(key(checkpoint));
+    DONE.add(ColumnUse.checkpointKey(checkpoint));
   }
 
   /** The key of the query whose source's checkpoint directory is {@code location}
@@ -40,7 +38,7 @@ public final class FinishedQueries {
     if (query == null) {
       return null;
     }
-    String key = key(query);
+    String key = ColumnUse.checkpointKey(query);
     DONE.remove(key);
     return key;
   }
@@ -48,9 +46,5 @@ public final class FinishedQueries {
   /** Whether the query of {@code key} ({@link #starting}) is done. */
   static boolean finished(String key) {
     return key != null && DONE.contains(key);
-  }
-
-  private static String key(String checkpoint) {
-    return new Path(checkpoint).toUri().getPath();
   }
 }
