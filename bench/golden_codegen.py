@@ -66,9 +66,11 @@ def main() -> int:
     if args.mode:
         _run_mode(args.mode, cases, args.rounds)
         return 0
+    from arroyo.engine.session import QUICK_JIT_OPTIONS
+
     env = dict(os.environ)
     if not args.full_jit:
-        env["JDK_JAVA_OPTIONS"] = "-XX:TieredStopAtLevel=1"
+        env["JDK_JAVA_OPTIONS"] = QUICK_JIT_OPTIONS
     print(f"{len(cases)} golden cases, resumed, {args.rounds} rounds, one JVM per mode")
     print(f"{'mode':12} {'wall s':>8} {'CPU s':>8}")
     for mode in ("generated", "interpreted"):

@@ -139,8 +139,9 @@ class WorkerConfig(_Section):
     spark_master: str | None = None
     driver_memory: str = "4g"
     # More options for each worker's JVM (its Spark driver), after Arroyo's own: e.g.
-    # "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC" where jobs are short and cores few (the
-    # tests' clusters), where C2's compiling is most of a new JVM's first minute of CPU.
+    # "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC" where jobs are
+    # short and cores few (the tests' clusters), where C2's compiling is most of a new JVM's
+    # first minute of CPU (the code cache's size: see session.QUICK_JIT_OPTIONS).
     jvm_options: str = ""
 
 

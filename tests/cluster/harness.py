@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from arroyo.engine.session import QUICK_JIT_OPTIONS
 from arroyo.testing.ports import free_port, service_ports
 from arroyo.testing.postgres import create_database
 from arroyo.testing.processes import stop as stop_processes
@@ -51,7 +52,7 @@ class ApiError(Exception):
     body: dict[str, Any]
 
 
-TEST_WORKER_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+TEST_WORKER_JVM_OPTIONS = f"{QUICK_JIT_OPTIONS} -XX:+UseSerialGC"
 # A node keeping a warm worker, as deployments' nodes do (the test clusters' keep none).
 WARM_WORKER = {"ARROYO__NODE__WARM_WORKER": "true"}
 

@@ -27,9 +27,16 @@ CHECKPOINT_FILE_MANAGER = "arroyo.state.LocalCheckpointFileManager"
 # Set per query: the TTL in ms of the updating aggregate whose state directory follows.
 UPDATING_TTL_PREFIX = "spark.sql.streaming.stateStore.arroyo.updatingTtlMs."
 _TRACK_ROWS = "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows"
+# The quick JIT (C1) alone. Its code cache then defaults to 48 MiB, not the tiered JIT's 240, and
+# Spark's code compiled by C1 fills that within minutes (a test session's driver: 44 of 48 MiB
+# used after 14 minutes); the JVM then sweeps the cache over and over to make room, and its
+# sweeper was 17% of a long-lived driver's CPU (async-profiler, golden cases on one session).
+# With the tiered JIT's size the sweeper all but never runs. The cache is reserved address
+# space, committed as it fills.
+QUICK_JIT_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # The quick JIT alone and the smallest collector: a cold JVM starts 1-2 s sooner (the launcher
 # JVM, which only prints the driver's command line, always; others per SessionSettings.fast_start).
-_FAST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+_FAST_JVM_OPTIONS = f"{QUICK_JIT_OPTIONS} -XX:+UseSerialGC"
 # One log4j2 context for the whole JVM. By default log4j2 picks a context per class loader, so
 # each logger lookup walks the caller's stack to find its class; Spark looks a logger up each
 # time its rule executor runs (a new PlanChangeLogger per run), and code generation inside tasks
