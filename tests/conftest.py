@@ -29,7 +29,7 @@ T = TypeVar("T")
 # tests (the standalone cluster, the sink crashes, the window aggregate, the CLI) 633 CPU
 # seconds became 452, and 324 s of wall time 241 (docs/testing.md). The JDK's launcher reads
 # this variable (and says so on standard error); products and benchmarks keep the full JIT.
-# With the tiered JIT's code cache, not C1's own 48 MiB (see QUICK_JIT_OPTIONS): each test
+# With the tiered JIT's code cache, not the non-tiered 48 MiB (QUICK_JIT_OPTIONS): each test
 # process's session driver lives the whole run, and with 48 MiB its code cache sweeper took a
 # sixth of its CPU.
 os.environ.setdefault("JDK_JAVA_OPTIONS", QUICK_JIT_OPTIONS)

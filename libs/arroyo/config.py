@@ -141,7 +141,7 @@ class WorkerConfig(_Section):
     # More options for each worker's JVM (its Spark driver), after Arroyo's own: e.g.
     # "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC" where jobs are
     # short and cores few (the tests' clusters), where C2's compiling is most of a new JVM's
-    # first minute of CPU (the code cache's size: see session.QUICK_JIT_OPTIONS).
+    # first minute of CPU (the code cache's size: see arroyo.engine.session.QUICK_JIT_OPTIONS).
     jvm_options: str = ""
 
 

@@ -27,12 +27,14 @@ CHECKPOINT_FILE_MANAGER = "arroyo.state.LocalCheckpointFileManager"
 # Set per query: the TTL in ms of the updating aggregate whose state directory follows.
 UPDATING_TTL_PREFIX = "spark.sql.streaming.stateStore.arroyo.updatingTtlMs."
 _TRACK_ROWS = "spark.sql.streaming.stateStore.rocksdb.trackTotalNumberOfRows"
-# The quick JIT (C1) alone. Its code cache then defaults to 48 MiB, not the tiered JIT's 240, and
-# Spark's code compiled by C1 fills that within minutes (a test session's driver: 44 of 48 MiB
-# used after 14 minutes); the JVM then sweeps the cache over and over to make room, and its
-# sweeper was 17% of a long-lived driver's CPU (async-profiler, golden cases on one session).
-# With the tiered JIT's size the sweeper all but never runs. The cache is reserved address
-# space, committed as it fills.
+# The quick JIT (C1) alone. Its code cache then has the non-tiered default size, 48 MiB, not
+# the tiered JIT's 240, and Spark's code compiled by C1 fills that within minutes (a test
+# session's driver: 44 of 48 MiB used after 14 minutes); JDK 17 then sweeps the cache over and
+# over to make room, and its sweeper was 17% of a long-lived driver's CPU (async-profiler,
+# golden cases on one session). With the tiered JIT's size the sweeper all but never runs (JDK
+# 20 and later have no sweeper; the size does no harm there). The cache is reserved address
+# space, committed as it fills. Of the product's JVMs on this JIT, the compiler service lives
+# long.
 QUICK_JIT_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 # The quick JIT alone and the smallest collector: a cold JVM starts 1-2 s sooner (the launcher
 # JVM, which only prints the driver's command line, always; others per SessionSettings.fast_start).
@@ -53,9 +55,11 @@ _ONE_LOGGER_CONTEXT = (
 # every source for its latest offset (a Kafka source: a request to the broker), so an idle
 # pipeline at 10 ms kept a fifth of a core busy, and its broker a seventh (a Kafka -> file
 # pipeline with no input: 6.7 CPU-s in 30 s, the broker 4.1; at 100 ms, 1.8 and 1.5). Input
-# arriving after a pause waits up to this long longer; input arriving while batches run waits
-# no longer (a batch that found input is followed at once by the next look), and real-time mode
-# (``arroyo run --real-time``) does not poll.
+# that reaches an idle query waits up to about 90 ms longer: after a pause, and at each stage
+# of a pipeline of several queries (the query reading a stage idles while the one writing it
+# runs its batch). A query whose batches find input each time looks again at once; a trigger
+# interval under 100 ms becomes 100 ms while idle; real-time mode (``arroyo run --real-time``)
+# does not poll.
 IDLE_POLL_MS = 100
 
 

@@ -27,6 +27,7 @@ from types import FrameType, TracebackType
 from typing import Self
 
 from arroyo.engine.jars import retrieve
+from arroyo.engine.session import QUICK_JIT_OPTIONS
 from arroyo.errors import ArroyoError
 from arroyo.filelock import file_lock
 from arroyo.testing.ports import free_port
@@ -167,7 +168,7 @@ class IcebergRestCatalog:
             "CATALOG_URI": f"jdbc:sqlite:{self.data_dir / 'catalog.db'}",
         }
         launcher = "org.apache.iceberg.rest.ArroyoLoopbackServer"
-        command = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp",
+        command = ["java", "-Xmx256m", "-XX:+UseSerialGC", *QUICK_JIT_OPTIONS.split(), "-cp",
                    classpath, launcher, str(self.port)]  # fmt: skip
         with open(self.log, "ab") as log:
             self._process = subprocess.Popen(

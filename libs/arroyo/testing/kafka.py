@@ -42,6 +42,7 @@ from types import FrameType, TracebackType
 from typing import Any, Literal, NamedTuple, Self
 
 from arroyo.engine.jars import retrieve
+from arroyo.engine.session import QUICK_JIT_OPTIONS
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.filelock import file_lock
 from arroyo.testing import processes
@@ -63,7 +64,7 @@ _JVM_OPTIONS = (
     "-Xmx512m",
     # Start fast: one GC thread, no C2 compiler (a test broker never runs long enough to gain).
     "-XX:+UseSerialGC",
-    "-XX:TieredStopAtLevel=1",
+    *QUICK_JIT_OPTIONS.split(),
     "-Djava.awt.headless=true",
     "-Dorg.slf4j.simpleLogger.showDateTime=true",
     "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSS",

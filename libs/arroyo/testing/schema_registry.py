@@ -57,6 +57,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import Self
 
+from arroyo.engine.session import QUICK_JIT_OPTIONS
 from arroyo.errors import ArroyoError, ErrorDomain
 from arroyo.testing import processes
 from arroyo.testing.ports import free_port
@@ -77,7 +78,7 @@ _JVM_OPTIONS = (
     "-Xmx512m",
     # A test server: start fast and stay small on a machine with few cores.
     "-XX:+UseSerialGC",
-    "-XX:TieredStopAtLevel=1",
+    *QUICK_JIT_OPTIONS.split(),
 )
 
 _IVY_SETTINGS = """<ivysettings>
