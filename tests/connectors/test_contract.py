@@ -37,6 +37,7 @@ from arroyo.connectors import CONNECTORS, INTERNAL, AnyConnector, Connector, Wri
 from arroyo.connectors.base import LineWriter, table_state_dir
 from arroyo.program.spec import ColumnSpec, FormatSpec, TableSpec
 from tests.connectors.checkpoints import committed_batches, forget_commit, query_checkpoint
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -495,10 +496,21 @@ def _nats(request: pytest.FixtureRequest, work: Path) -> Sink:
     reader = _Client(server)
     reader.subscribe(subject)
     request.addfinalizer(reader.close)
-    return Sink(
-        f"{server.options()}, subject = '{subject}'",
-        lambda: [json.loads(p) for p in list(reader.received)],
-    )
+
+    def read() -> list[dict[str, Any]]:
+        # The server hands a subscriber its messages asynchronously: what the sink published
+        # and flushed may still be on its way here when the run ends. A marker published now on
+        # the subject is routed after everything the server has already taken, so once it has
+        # arrived, so has the sink's output.
+        marker = f"end-{uuid.uuid4().hex}"
+        reader.publish(subject, marker)
+        wait_until(
+            "the reader to get its end marker", lambda: marker.encode() in reader.received, 30
+        )
+        received = list(reader.received)
+        return [json.loads(p) for p in received[: received.index(marker.encode())]]
+
+    return Sink(f"{server.options()}, subject = '{subject}'", read)
 
 
 def _kinesis(request: pytest.FixtureRequest, work: Path) -> Sink:
